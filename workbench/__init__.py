@@ -1,0 +1,38 @@
+"""workbench: Bayesian inference methods side by side on shared target densities.
+
+>>> import workbench as wb
+>>> t = wb.targets.gaussian(dim=10, scales="logspace")
+>>> res = wb.methods.Exact(chains=2, draws=500).run(t, seed=1)
+>>> row = wb.metrics.evaluate(res, t)
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import methods, metrics, targets
+from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
+from .result import Budget, Cost, Result
+from .target import GradientCheck, Target, Truth, check_gradient
+
+try:
+    __version__ = version("workbench")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0+unknown"
+
+__all__ = [
+    "Budget",
+    "Cost",
+    "GradientCheck",
+    "NonFiniteDensityError",
+    "Result",
+    "SlowGradientWarning",
+    "Target",
+    "TargetError",
+    "Truth",
+    "WorkbenchError",
+    "check_gradient",
+    "methods",
+    "metrics",
+    "targets",
+]

@@ -1,0 +1,47 @@
+"""Exceptions and warnings raised by the workbench.
+
+Each error names the problem and, where something was computed before it happened,
+carries it as an attribute so that no work is lost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class WorkbenchError(Exception):
+    """Base class of the workbench's own errors."""
+
+
+class TargetError(WorkbenchError, ValueError):
+    """A target is built with invalid settings or its density function is unusable."""
+
+
+class NonFiniteDensityError(TargetError):
+    """The log density (or its gradient) is NaN or infinite at a point that must be valid.
+
+    Attributes
+    ----------
+    point : ndarray
+        The offending point.
+    logp : float
+        The value the density returned there.
+    """
+
+    def __init__(self, message: str, point: np.ndarray, logp: float):
+        super().__init__(message)
+        self.point = np.array(point, copy=True)
+        self.logp = logp
+
+
+class SlowGradientWarning(UserWarning):
+    """A target's gradient is computed by finite differences (2 d + 1 densities per gradient)."""
+
+
+def format_point(theta: np.ndarray, max_items: int = 6) -> str:
+    """A short readable rendering of a point for error messages."""
+    theta = np.asarray(theta, dtype=float).ravel()
+    items = ", ".join(f"{v:.4g}" for v in theta[:max_items])
+    if theta.size > max_items:
+        items += f", ... ({theta.size} values)"
+    return f"[{items}]"

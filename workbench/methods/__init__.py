@@ -1,0 +1,10 @@
+"""Inference methods, each a frozen dataclass of settings with ``run(target, seed=..., grad_budget=...)``.
+
+Settings share names across methods: ``chains``, ``warmup``, ``draws`` for samplers (and
+``Exact``), ``steps`` for VI, ``n`` for importance and rejection sampling.
+"""
+
+from .base import Method
+from .exact import Exact
+
+__all__ = ["Exact", "Method"]

@@ -1,0 +1,57 @@
+"""``Exact``: i.i.d. draws from the target's exact sampler, the reference row of every table."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TargetError
+from ..result import Budget, Cost, Result
+from ..target import Target
+from .base import Method, chain_rngs, check_positive_int
+
+
+@dataclass(frozen=True)
+class Exact(Method):
+    """Independent exact draws from ``target.truth``: what a perfect sampler would give.
+
+    Costs no density or gradient evaluations. Its errors in a comparison are the Monte
+    Carlo floor for the same number of draws. ``Budget(draws=...)`` overrides ``draws``;
+    a gradient budget does not apply (nothing is evaluated).
+    """
+
+    chains: int = 4
+    draws: int = 1000
+
+    def __post_init__(self):
+        check_positive_int("chains", self.chains)
+        check_positive_int("draws", self.draws)
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        if target.truth is None or target.truth.sampler is None:
+            raise TargetError(
+                f"Exact needs an exact sampler, and target {target.name!r} has none"
+                + (" (its truth comes from reference draws)" if target.truth is not None else "")
+            )
+        n = budget.draws if budget.draws is not None else self.draws
+        start = time.perf_counter()
+        draws = np.stack([target.truth.sample(n, rng) for rng in chain_rngs(seed, self.chains)])
+        wall = time.perf_counter() - start
+        if draws.shape != (self.chains, n, target.dim):
+            raise TargetError(
+                f"the exact sampler of {target.name!r} returned shape {draws.shape[1:]}, "
+                f"expected ({n}, {target.dim})"
+            )
+        return Result(
+            method=self.name,
+            target=target.name,
+            draws=draws,
+            cost=Cost(wall_seconds=wall),
+            param_names=target.param_names,
+            seed=seed,
+            settings={**self.settings(), "draws": n},
+            log_z=target.truth.log_z,
+            log_z_se=0.0 if target.truth.log_z is not None else None,
+        )

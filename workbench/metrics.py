@@ -1,0 +1,211 @@
+"""Accuracy and efficiency metrics: pure functions of (result, target).
+
+``evaluate(result, target)`` returns one flat dict (a row of a study table). Every key is
+always present; a metric that does not apply is NaN:
+
+=====================  ================================================================
+key                    meaning
+=====================  ================================================================
+n_draws                pooled draws (all chains)
+grad_evals, ...        the result's cost: grad_evals, logp_evals, wall_seconds, compile_seconds
+mean_err_max / _mean   |mean_hat - mean| / sd, max and mean over coordinates (sd units)
+sd_err_max / _mean     |sd_hat / sd - 1|, max and mean over coordinates (relative)
+w1_max / w1_mean       1-D Wasserstein-1 distance per marginal / sd, worst and mean
+sliced_w1              sliced Wasserstein-1 of the joint, on coordinates standardised by sd
+log_z_err              result.log_z - truth.log_z (signed), where both exist
+mode_weight_err_max    max_k |share of draws nearest peak k - w_k| (mixtures)
+ess_bulk_min           min over coordinates of ArviZ's bulk ESS; Kish ESS for weighted draws
+ess_tail_min           min tail ESS (NaN for weighted draws)
+r_hat_max              max rank-normalised split R-hat (NaN for weighted draws)
+ess_per_second         ess_bulk_min / wall_seconds
+ess_per_1k_grad        1000 x ess_bulk_min / grad_evals (NaN when no gradients were used)
+=====================  ================================================================
+
+Mean, sd and the marginal metrics need ``target.truth`` (or ``reference`` draws): NaN
+without. The Wasserstein metrics compare against draws from ``truth.sampler`` (or the
+given reference draws), so they have a Monte Carlo floor of order 1/sqrt(n) even for
+exact draws.
+
+Why sliced Wasserstein for the joint (rather than MMD): it costs O(L n log n) for L
+projections (MMD is O(n^2)), handles importance weights directly, has no kernel bandwidth
+to choose (MMD's value depends on it), and is in the same units as the marginal W1 (sd
+units after standardising), so the two read side by side. It is a distance between the
+joint distributions, not only their marginals: a wrong correlation or a missing mode
+shows in projections that mix coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from .result import Result
+from .target import Target
+
+METRIC_KEYS = (
+    "n_draws",
+    "grad_evals",
+    "logp_evals",
+    "wall_seconds",
+    "compile_seconds",
+    "mean_err_max",
+    "mean_err_mean",
+    "sd_err_max",
+    "sd_err_mean",
+    "w1_max",
+    "w1_mean",
+    "sliced_w1",
+    "log_z_err",
+    "mode_weight_err_max",
+    "ess_bulk_min",
+    "ess_tail_min",
+    "r_hat_max",
+    "ess_per_second",
+    "ess_per_1k_grad",
+)
+
+_REFERENCE_FLOATS = 25_000_000  # cap on reference draws x dim (200 MB)
+
+
+def kish_ess(weights: np.ndarray) -> float:
+    """Kish's effective sample size of normalised weights: 1 / sum w^2."""
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    return float(1.0 / np.sum(w * w))
+
+
+def reference_draws(target: Target, n: int, seed: int = 0) -> np.ndarray | None:
+    """Exact draws for the distance metrics (None without an exact sampler).
+
+    Seeded from a stream distinct from every method's chains, so that an ``Exact`` run
+    with the same seed is not compared with itself.
+    """
+    if target.truth is None or target.truth.sampler is None:
+        return None
+    rng = np.random.default_rng([seed, 0x5EED_4EF])
+    return target.truth.sample(n, rng)
+
+
+def wasserstein_per_marginal(x, y, x_weights=None, y_weights=None) -> np.ndarray:
+    """1-D Wasserstein-1 distance of each column of x (n, d) to the same column of y (m, d)."""
+    return np.array(
+        [
+            stats.wasserstein_distance(x[:, k], y[:, k], x_weights, y_weights)
+            for k in range(x.shape[1])
+        ]
+    )
+
+
+def sliced_wasserstein(x, y, n_projections: int = 64, x_weights=None, seed: int = 0) -> float:
+    """Mean over random unit directions u of W1(x u, y u) (x, y already standardised)."""
+    rng = np.random.default_rng([seed, 0x511CE])
+    u = rng.standard_normal((x.shape[1], n_projections))
+    u /= np.linalg.norm(u, axis=0)
+    px, py = x @ u, y @ u
+    return float(
+        np.mean(
+            [stats.wasserstein_distance(px[:, j], py[:, j], x_weights) for j in range(n_projections)]
+        )
+    )
+
+
+def _ess_and_rhat(result: Result) -> tuple[float, float, float]:
+    if result.log_weights is not None:
+        return kish_ess(result.weights()), math.nan, math.nan
+    import arviz as az
+
+    draws = result.draws
+    if draws.shape[1] < 4:
+        return math.nan, math.nan, math.nan
+    ess_bulk = np.asarray(az.ess(draws, method="bulk"))
+    ess_tail = np.asarray(az.ess(draws, method="tail"))
+    rhat = np.asarray(az.rhat(draws)) if draws.shape[0] * draws.shape[1] >= 8 else np.nan
+    return float(np.nanmin(ess_bulk)), float(np.nanmin(ess_tail)), float(np.nanmax(rhat))
+
+
+def evaluate(
+    result: Result,
+    target: Target,
+    *,
+    reference: np.ndarray | None = None,
+    n_reference: int | None = None,
+    n_projections: int = 64,
+    seed: int = 0,
+) -> dict:
+    """All metrics of ``result`` against ``target``'s truth, as a flat dict (see module doc).
+
+    Parameters
+    ----------
+    reference : array (n, d), optional
+        Reference draws standing in for the truth (e.g. a long NUTS run): used for the
+        Wasserstein metrics and, when the truth has no mean/sd, for those too.
+    n_reference : int, optional
+        Exact reference draws to generate (default: twice the result's draws, at least
+        4,000 and at most 20,000, capped at 200 MB).
+    """
+    if result.dim != target.dim:
+        raise ValueError(f"result has dim {result.dim}, target {target.name!r} has dim {target.dim}")
+    row = dict.fromkeys(METRIC_KEYS, math.nan)
+    x = result.flat_draws()
+    w = result.weights()
+    row["n_draws"] = x.shape[0]
+    for key in ("grad_evals", "logp_evals", "wall_seconds", "compile_seconds"):
+        row[key] = getattr(result.cost, key)
+
+    truth = target.truth
+    if reference is None:
+        if n_reference is None:
+            n_reference = int(np.clip(2 * x.shape[0], 4000, 20000))
+        n_reference = max(500, min(n_reference, _REFERENCE_FLOATS // target.dim))
+        reference = reference_draws(target, n_reference, seed)
+    else:
+        reference = np.asarray(reference, dtype=float)
+        if reference.ndim != 2 or reference.shape[1] != target.dim:
+            raise ValueError(f"reference must be (n, {target.dim}), got {reference.shape}")
+
+    true_mean = truth.mean if truth is not None and truth.mean is not None else None
+    true_sd = truth.sd if truth is not None and truth.sd is not None else None
+    if true_mean is None and reference is not None:
+        true_mean = reference.mean(axis=0)
+    if true_sd is None and reference is not None:
+        true_sd = reference.std(axis=0)
+
+    finite = np.all(np.isfinite(x))
+    if true_mean is not None and true_sd is not None and finite:
+        est_mean = np.average(x, axis=0, weights=w)
+        est_sd = np.sqrt(np.average((x - est_mean) ** 2, axis=0, weights=w))
+        mean_err = np.abs(est_mean - true_mean) / true_sd
+        sd_err = np.abs(est_sd / true_sd - 1.0)
+        row.update(
+            mean_err_max=float(mean_err.max()),
+            mean_err_mean=float(mean_err.mean()),
+            sd_err_max=float(sd_err.max()),
+            sd_err_mean=float(sd_err.mean()),
+        )
+        if reference is not None:
+            w1 = wasserstein_per_marginal(x, reference, w) / true_sd
+            row.update(w1_max=float(w1.max()), w1_mean=float(w1.mean()))
+            row["sliced_w1"] = sliced_wasserstein(
+                (x - true_mean) / true_sd, (reference - true_mean) / true_sd, n_projections, w, seed
+            )
+
+    if truth is not None and truth.log_z is not None and result.log_z is not None:
+        row["log_z_err"] = float(result.log_z - truth.log_z)
+
+    if truth is not None and "assign_component" in truth.extras and finite:
+        comp = truth.extras["assign_component"](x)
+        true_w = truth.extras["component_weights"]
+        share = np.bincount(comp, weights=w, minlength=true_w.size)
+        share = share / share.sum()
+        row["mode_weight_err_max"] = float(np.max(np.abs(share - true_w)))
+
+    if finite:
+        ess_bulk, ess_tail, rhat = _ess_and_rhat(result)
+        row.update(ess_bulk_min=ess_bulk, ess_tail_min=ess_tail, r_hat_max=rhat)
+        if result.cost.wall_seconds > 0:
+            row["ess_per_second"] = ess_bulk / result.cost.wall_seconds
+        if result.cost.grad_evals > 0:
+            row["ess_per_1k_grad"] = 1000.0 * ess_bulk / result.cost.grad_evals
+    return row
