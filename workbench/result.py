@@ -99,6 +99,8 @@ class Result:
         Kept apart from ``draws``.
     messages : list of str
         What the user should know (budget exhausted after n draws, divergences, ...).
+    info : dict
+        Method-specific extras (adapted step sizes and inverse metric, per-chain counts).
     """
 
     method: str
@@ -115,6 +117,7 @@ class Result:
     stats: dict = field(default_factory=dict)
     warmup_draws: np.ndarray | None = None
     messages: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.draws = np.asarray(self.draws, dtype=float)

@@ -6,5 +6,7 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 
 from .base import Method
 from .exact import Exact
+from .hmc import HMC, NUTS
+from .metropolis import IndependenceMH, RandomWalkMH
 
-__all__ = ["Exact", "Method"]
+__all__ = ["Exact", "HMC", "IndependenceMH", "Method", "NUTS", "RandomWalkMH"]

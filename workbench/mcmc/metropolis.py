@@ -1,0 +1,168 @@
+"""Metropolis-Hastings kernels: random-walk (with warmup adaptation) and independence.
+
+Random walk: proposal y = x + s * sd * z, z ~ N(0, I), accepted with min(1, p(y) / p(x)).
+During warmup the global scale s is adapted toward acceptance 0.234 (Roberts, Gelman &
+Gilks 1997) by the Robbins-Monro recursion of adaptive MCMC (Andrieu & Thoms 2008, sec.
+5): log s += (a_t - 0.234) / t^0.6, and the final scale is the average of log s over the
+terminal buffer (Polyak averaging). (Dual averaging, used for the HMC step size, left the
+scale 30-40% too large here: its early excursions bias its average on the noisy 0/1
+acceptance signal of a random walk.) The
+per-coordinate ``sd`` is set from the warmup draws at the end of each of Stan's doubling
+windows (``mass_adaptation.stan_windows``); the scale then restarts at 2.38 / sqrt(d),
+optimal for a Gaussian whose shape is known, and adapts again.
+
+Independence: proposals y ~ q drawn beforehand (any distribution object, in Python) with
+their log q(y); accepted with min(1, [p(y) / q(y)] / [p(x) / q(x)]): the Hastings ratio
+corrects for q, so an asymmetric q still gives the right answer.
+
+Each proposal costs one call of the target's ``logp_grad`` (the gradient comes along,
+unused); these calls are what ``grad_evals`` counts, so budgets compare across methods.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+
+from ..jit import VEC, target_kernel
+from .chains import C_PROGRESS, C_STOP, CHAIN_RETURN, _IVEC, _MAT, _RNG
+from .mass_adaptation import stan_regularised_variance, welford_add, welford_reset
+
+# integer settings
+RI_WARMUP, RI_DRAWS, RI_GRAD_BUDGET, RI_WINDOW_START, RI_ADAPT = range(5)
+N_RISETTINGS = 5
+# float settings
+RF_SCALE, RF_TARGET = range(2)
+N_RFSETTINGS = 2
+STAT_NAMES = ("accept_prob", "accepted", "step_size", "logp")
+
+
+def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window_ends, draws_out, stats_out, control):
+    """Random-walk Metropolis; ``sd`` is overwritten with the adapted proposal sds.
+
+    Returns (iterations done, density evaluations, of which in warmup, final scale).
+    """
+    d = x.size
+    n_warmup = isettings[RI_WARMUP]
+    n_total = n_warmup + isettings[RI_DRAWS]
+    budget = isettings[RI_GRAD_BUDGET]
+    adapt = isettings[RI_ADAPT] != 0
+    target_accept = fsettings[RF_TARGET]
+    scale = fsettings[RF_SCALE]
+    g = np.empty(d)
+    y = np.empty(d)
+    mean = np.zeros(d)
+    m2 = np.zeros(d)
+    var = np.empty(d)
+    logp = logp_grad(x, g, data)
+    n_evals = 1
+    n_evals_warmup = 1 if n_warmup > 0 else 0
+    log_scale = math.log(scale)
+    t_adapt = 0  # iterations since the scale adaptation (re)started
+    log_scale_sum = 0.0  # Polyak average over the terminal buffer
+    n_sum = 0
+    adapt_end = window_ends[window_ends.size - 1] if window_ends.size > 0 else 0
+    window = 0
+    n_window = 0
+    done = 0
+    for it in range(n_total):
+        if control[C_STOP] != 0 or (budget >= 0 and n_evals >= budget):
+            break
+        for i in range(d):
+            y[i] = x[i] + scale * sd[i] * rng.standard_normal()
+        logp_y = logp_grad(y, g, data)
+        n_evals += 1
+        log_ratio = logp_y - logp
+        if not math.isfinite(logp_y):  # NaN or -inf: rejected
+            accept_prob = 0.0
+        else:
+            accept_prob = 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
+        accepted = rng.random() < accept_prob
+        if accepted:
+            for i in range(d):
+                x[i] = y[i]
+            logp = logp_y
+        draws_out[it, :] = x
+        stats_out[it, 0] = accept_prob
+        stats_out[it, 1] = 1.0 if accepted else 0.0
+        stats_out[it, 2] = scale
+        stats_out[it, 3] = logp
+        if it < n_warmup and adapt:
+            t_adapt += 1
+            log_scale += (accept_prob - target_accept) / t_adapt**0.6
+            scale = math.exp(log_scale)
+            if it >= adapt_end:
+                log_scale_sum += log_scale
+                n_sum += 1
+            if window < window_ends.size and it >= isettings[RI_WINDOW_START]:
+                n_window = welford_add(mean, m2, n_window, x)
+                if it + 1 == window_ends[window]:
+                    stan_regularised_variance(m2, n_window, var)
+                    for i in range(d):
+                        sd[i] = math.sqrt(var[i])
+                    # with the shape learnt, restart from the optimal Gaussian scale
+                    scale = 2.38 / math.sqrt(d)
+                    log_scale = math.log(scale)
+                    t_adapt = 0
+                    welford_reset(mean, m2)
+                    n_window = 0
+                    window += 1
+            if it + 1 == n_warmup and n_sum > 0:
+                scale = math.exp(log_scale_sum / n_sum)
+            n_evals_warmup = n_evals
+        done = it + 1
+        control[C_PROGRESS] = done
+    return done, n_evals, n_evals_warmup, scale
+
+
+random_walk_chain = target_kernel(
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, _RNG, _IVEC, VEC, VEC, _IVEC, _MAT, _MAT, _IVEC),
+    nogil=True,
+)(_random_walk_chain)
+
+
+def _independence_chain(logp_grad, data, x, logq_x, rng, proposals, logq_proposals, budget, draws_out, stats_out, control):
+    """Independence Metropolis-Hastings over pre-drawn ``proposals`` (n, d) with their log q.
+
+    Returns (iterations done, density evaluations, 0, final log weight).
+    """
+    d = x.size
+    g = np.empty(d)
+    log_w = logp_grad(x, g, data) - logq_x  # log p(x) - log q(x)
+    logp = log_w + logq_x
+    n_evals = 1
+    done = 0
+    for it in range(proposals.shape[0]):
+        if control[C_STOP] != 0 or (budget >= 0 and n_evals >= budget):
+            break
+        y = proposals[it]
+        logp_y = logp_grad(y, g, data)
+        n_evals += 1
+        log_w_y = logp_y - logq_proposals[it]
+        if not math.isfinite(log_w_y):
+            accept_prob = 0.0
+        else:
+            diff = log_w_y - log_w
+            accept_prob = 1.0 if diff >= 0.0 else math.exp(diff)
+        accepted = rng.random() < accept_prob
+        if accepted:
+            for i in range(d):
+                x[i] = y[i]
+            log_w = log_w_y
+            logp = logp_y
+        draws_out[it, :] = x
+        stats_out[it, 0] = accept_prob
+        stats_out[it, 1] = 1.0 if accepted else 0.0
+        stats_out[it, 2] = 0.0
+        stats_out[it, 3] = logp
+        done = it + 1
+        control[C_PROGRESS] = done
+    return done, n_evals, 0, log_w
+
+
+independence_chain = target_kernel(
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, types.float64, _RNG, _MAT, VEC, types.int64, _MAT, _MAT, _IVEC),
+    nogil=True,
+)(_independence_chain)

@@ -1,0 +1,167 @@
+"""What the MCMC samplers share on the Python side: starting points, running chains on
+threads with a progress bar and Ctrl-C, and turning kernel outputs into a Result."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from ..errors import NonFiniteDensityError, format_point
+from ..result import Cost, Result
+from ..target import Target
+
+
+def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.ndarray:
+    """One starting point per chain, each checked to have a finite density and gradient.
+
+    ``init`` may be None (the target's initial point plus uniform(-jitter, jitter) noise,
+    as Stan does, redrawn up to 100 times where the density is not finite), one point
+    (d,) for all chains, or (chains, d).
+    """
+    chains = len(rngs)
+    if init is not None:
+        x = np.array(init, dtype=float)
+        if x.shape == (target.dim,):
+            x = np.tile(x, (chains, 1))
+        if x.shape != (chains, target.dim):
+            raise ValueError(f"init must have shape ({target.dim},) or ({chains}, {target.dim}), got {x.shape}")
+        for c in range(chains):
+            target.check_point(x[c], what=f"starting point of chain {c}")
+        return x
+    out = np.empty((chains, target.dim))
+    for c, rng in enumerate(rngs):
+        last_error = None
+        for _ in range(100):
+            x = target.initial_point + (rng.uniform(-jitter, jitter, target.dim) if jitter > 0 else 0.0)
+            try:
+                target.check_point(x, what=f"starting point of chain {c}")
+            except NonFiniteDensityError as exc:
+                last_error = exc
+                continue
+            out[c] = x
+            break
+        else:
+            raise NonFiniteDensityError(
+                f"no finite starting point found for chain {c} in 100 tries around "
+                f"{format_point(target.initial_point)}; give init=... explicitly. Last: {last_error}",
+                last_error.point,
+                last_error.logp,
+            )
+    return out
+
+
+def _progress_enabled(progress) -> bool:
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def run_chains(
+    run_one: Callable[[int], tuple],
+    controls: np.ndarray,
+    total_per_chain: int,
+    progress=None,
+    description: str = "sampling",
+    threads: int | None = None,
+) -> tuple[list, bool]:
+    """Run ``run_one(chain)`` for every chain on a thread pool.
+
+    ``controls`` is the (chains, 2) int64 array the kernels poll: column 0 is set to stop
+    them, column 1 is their progress. Returns (outputs in chain order, interrupted).
+    Ctrl-C stops every chain at its next iteration and keeps what was drawn.
+    """
+    chains = controls.shape[0]
+    workers = threads or min(chains, os.cpu_count() or 1)
+    bar = None
+    if _progress_enabled(progress):
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=chains * total_per_chain, desc=description, unit="it", leave=False)
+        except ImportError:  # pragma: no cover - tqdm is a test dependency only
+            bar = None
+    interrupted = False
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run_one, c) for c in range(chains)]
+        try:
+            while not all(f.done() for f in futures):
+                if bar is not None:
+                    bar.n = int(controls[:, 1].sum())
+                    bar.refresh()
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            interrupted = True
+            controls[:, 0] = 1
+        outputs = [f.result() for f in futures]
+    if bar is not None:
+        bar.n = int(controls[:, 1].sum())
+        bar.close()
+    return outputs, interrupted
+
+
+def assemble(
+    method,
+    target: Target,
+    seed: int,
+    draws: np.ndarray,
+    stats: np.ndarray,
+    stat_names,
+    done: np.ndarray,
+    n_warmup: int,
+    grad_evals: int,
+    warmup_grad_evals: int,
+    wall: float,
+    compile_seconds: float,
+    settings: dict,
+    interrupted: bool,
+    budget: int | None,
+    logp_evals: int | None = None,
+    extra_messages=(),
+    info: dict | None = None,
+) -> Result:
+    """Cut the kernels' (chains, iterations, ...) outputs into warmup and equal-length draws."""
+    kept = int(max(0, done.min() - n_warmup))
+    messages = list(extra_messages)
+    if interrupted:
+        messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
+    if budget is not None and not interrupted and (done < draws.shape[1]).any():
+        messages.append(
+            f"gradient budget {budget} spent: {kept} draws per chain "
+            f"(chains reached {done.min()}..{done.max()} of {draws.shape[1]} iterations incl. warmup)"
+        )
+    if (done.max() - done.min()) > 0 and kept > 0:
+        messages.append(f"chains cut to the shortest one's {kept} draws")
+    stat_dict = {
+        name: (stats[:, n_warmup : n_warmup + kept, k] != 0) if name == "diverging" else stats[:, n_warmup : n_warmup + kept, k]
+        for k, name in enumerate(stat_names)
+    }
+    for name in ("tree_depth", "n_steps"):
+        if name in stat_dict:
+            stat_dict[name] = stat_dict[name].astype(np.int64)
+    n_div = int(stat_dict["diverging"].sum()) if "diverging" in stat_dict else 0
+    if n_div:
+        messages.append(f"{n_div} divergent transitions after warmup")
+    return Result(
+        method=method.name,
+        target=target.name,
+        draws=draws[:, n_warmup : n_warmup + kept].copy(),
+        cost=Cost(
+            grad_evals=int(grad_evals),
+            logp_evals=int(grad_evals if logp_evals is None else logp_evals),
+            wall_seconds=wall,
+            compile_seconds=compile_seconds,
+            warmup_grad_evals=int(warmup_grad_evals),
+        ),
+        param_names=target.param_names,
+        seed=seed,
+        settings=settings,
+        stats=stat_dict,
+        warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
+        messages=messages,
+        info=info or {},
+    )

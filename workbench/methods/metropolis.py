@@ -1,0 +1,200 @@
+"""Metropolis-Hastings samplers: ``RandomWalkMH`` and ``IndependenceMH``.
+
+The kernels are in ``workbench/mcmc/metropolis.py``; these classes validate settings,
+seed one generator per chain, run the chains on threads and return a Result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..mcmc import metropolis as K
+from ..mcmc.mass_adaptation import stan_windows
+from ..result import Budget, Result
+from ..target import Target
+from ._sampling import assemble, initial_points, run_chains
+from .base import Method, chain_rngs, check_positive_int
+
+
+@dataclass(frozen=True)
+class RandomWalkMH(Method):
+    """Random-walk Metropolis with a Gaussian proposal, adapted during warmup.
+
+    ``scale`` (default 2.38 / sqrt(d)) times per-coordinate sds (default 1) is the
+    proposal sd. With ``adapt=True`` the warmup tunes the scale toward acceptance
+    ``target_accept`` (0.234) and learns the sds from the warmup draws.
+    """
+
+    chains: int = 4
+    warmup: int = 1000
+    draws: int = 1000
+    scale: float | None = None
+    target_accept: float = 0.234
+    adapt: bool = True
+    init: Any = None
+    init_jitter: float = 2.0
+    progress: bool | None = None
+    threads: int | None = None
+
+    def __post_init__(self):
+        check_positive_int("chains", self.chains)
+        check_positive_int("warmup", self.warmup, minimum=0)
+        check_positive_int("draws", self.draws)
+        if self.scale is not None and not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"scale must be > 0, got {self.scale!r}")
+        if not (0.0 < self.target_accept < 1.0):
+            raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
+        if self.threads is not None:
+            check_positive_int("threads", self.threads)
+
+    def settings(self) -> dict:
+        s = super().settings()
+        if s.get("init") is not None:
+            s["init"] = np.asarray(s["init"]).tolist()
+        return s
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        rngs = chain_rngs(seed, self.chains)
+        x0 = initial_points(target, rngs, self.init, self.init_jitter)
+        start = time.perf_counter()
+        kernel = K.random_walk_chain.for_target(target)
+        compile_seconds = time.perf_counter() - start
+        d = target.dim
+        n_warmup = self.warmup
+        n_draws = budget.draws if budget.draws is not None else self.draws
+        n_total = n_warmup + n_draws
+        # a longer terminal buffer than Stan's 50: dual averaging needs a few hundred
+        # random-walk steps to settle the scale (50 left it 40% too large at d = 10)
+        window_start, windows = (
+            stan_windows(n_warmup, term_buffer=max(50, n_warmup // 5)) if self.adapt else (0, np.zeros(0, np.int64))
+        )
+        isettings = np.zeros(K.N_RISETTINGS, dtype=np.int64)
+        isettings[K.RI_WARMUP] = n_warmup
+        isettings[K.RI_DRAWS] = n_draws
+        isettings[K.RI_GRAD_BUDGET] = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
+        isettings[K.RI_WINDOW_START] = window_start
+        isettings[K.RI_ADAPT] = int(self.adapt)
+        fsettings = np.array([self.scale or 2.38 / math.sqrt(d), self.target_accept])
+        draws = np.zeros((self.chains, n_total, d))
+        stats = np.zeros((self.chains, n_total, len(K.STAT_NAMES)))
+        sds = np.ones((self.chains, d))
+        controls = np.zeros((self.chains, 2), dtype=np.int64)
+
+        def run_one(c):
+            return kernel(
+                target.logp_grad, target.data, x0[c].copy(), rngs[c], isettings, fsettings,
+                sds[c], windows, draws[c], stats[c], controls[c],
+            )
+
+        start = time.perf_counter()
+        outputs, interrupted = run_chains(
+            run_one, controls, n_total, self.progress, f"{self.name} on {target.name}", self.threads
+        )
+        wall = time.perf_counter() - start
+        done = np.array([o[0] for o in outputs])
+        evals = np.array([o[1] for o in outputs])
+        return assemble(
+            self, target, seed, draws, stats, K.STAT_NAMES, done, n_warmup,
+            evals.sum(), sum(o[2] for o in outputs), wall, compile_seconds,
+            {**self.settings(), "draws": n_draws}, interrupted, budget.grad_evals,
+            info={"scale": [float(o[3]) for o in outputs], "proposal_sd": sds},
+        )
+
+
+def _sampler_of(proposal):
+    """``(n, rng) -> (n, d)`` draws from a proposal with ``sample`` or scipy's ``rvs``."""
+    if hasattr(proposal, "sample"):
+        return lambda n, rng: np.asarray(proposal.sample(n, rng), dtype=float)
+    return lambda n, rng: np.asarray(proposal.rvs(size=n, random_state=rng), dtype=float)
+
+
+def check_proposal(proposal, dim: int) -> None:
+    """ValueError unless ``proposal`` has ``logpdf`` and ``sample`` (or scipy's ``rvs``)."""
+    missing = [m for m in ("logpdf",) if not callable(getattr(proposal, m, None))]
+    if not (callable(getattr(proposal, "sample", None)) or callable(getattr(proposal, "rvs", None))):
+        missing.append("sample")
+    if missing:
+        raise ValueError(
+            f"the proposal {type(proposal).__name__} lacks {' and '.join(missing)}: give an object "
+            "with logpdf(x) -> (n,) and sample(n, rng) -> (n, d) (a Laplace or VI approximation, "
+            "or a scipy.stats distribution such as multivariate_t)"
+        )
+
+
+@dataclass(frozen=True)
+class IndependenceMH(Method):
+    """Independence Metropolis-Hastings with any proposal q (``logpdf`` and ``sample``).
+
+    Every proposal is a fresh draw from q, accepted with the Hastings ratio
+    min(1, w(y) / w(x)), w = p / q. Works well when q is close to p and heavier-tailed
+    (a Laplace or VI approximation, a Student-t). ``warmup`` draws are burn-in, kept apart.
+    """
+
+    proposal: Any = None
+    chains: int = 4
+    warmup: int = 0
+    draws: int = 1000
+    progress: bool | None = None
+    threads: int | None = None
+
+    def __post_init__(self):
+        if self.proposal is None:
+            raise ValueError("IndependenceMH needs a proposal with logpdf and sample")
+        check_proposal(self.proposal, 0)
+        check_positive_int("chains", self.chains)
+        check_positive_int("warmup", self.warmup, minimum=0)
+        check_positive_int("draws", self.draws)
+
+    def settings(self) -> dict:
+        s = {k: v for k, v in super().settings().items() if k != "proposal"}
+        s["proposal"] = type(self.proposal).__name__
+        return s
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        rngs = chain_rngs(seed, self.chains)
+        start = time.perf_counter()
+        kernel = K.independence_chain.for_target(target)
+        compile_seconds = time.perf_counter() - start
+        d = target.dim
+        n_total = self.warmup + (budget.draws if budget.draws is not None else self.draws)
+        draw = _sampler_of(self.proposal)
+        proposals, logq, x0, logq0 = [], [], np.empty((self.chains, d)), np.empty(self.chains)
+        for c, rng in enumerate(rngs):
+            y = np.ascontiguousarray(draw(n_total + 1, rng).reshape(n_total + 1, -1))
+            if y.shape[1] != d:
+                raise ValueError(f"the proposal draws points of dimension {y.shape[1]}, target has {d}")
+            lq = np.ascontiguousarray(np.asarray(self.proposal.logpdf(y), dtype=float).reshape(-1))
+            if not np.all(np.isfinite(lq)):
+                raise ValueError("the proposal's logpdf is not finite at some of its own draws")
+            target.check_point(y[0], what=f"starting point (a proposal draw) of chain {c}")
+            x0[c], logq0[c] = y[0], lq[0]
+            proposals.append(y[1:])
+            logq.append(lq[1:])
+        per_chain_budget = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
+        draws = np.zeros((self.chains, n_total, d))
+        stats = np.zeros((self.chains, n_total, len(K.STAT_NAMES)))
+        controls = np.zeros((self.chains, 2), dtype=np.int64)
+
+        def run_one(c):
+            return kernel(
+                target.logp_grad, target.data, x0[c].copy(), float(logq0[c]), rngs[c],
+                proposals[c], logq[c], per_chain_budget, draws[c], stats[c], controls[c],
+            )
+
+        start = time.perf_counter()
+        outputs, interrupted = run_chains(
+            run_one, controls, n_total, self.progress, f"{self.name} on {target.name}", self.threads
+        )
+        wall = time.perf_counter() - start
+        done = np.array([o[0] for o in outputs])
+        keep = [0, 1, 3]  # no step size for an independence sampler
+        return assemble(
+            self, target, seed, draws, stats[..., keep], [K.STAT_NAMES[k] for k in keep], done,
+            self.warmup, sum(o[1] for o in outputs), 0, wall, compile_seconds,
+            {**self.settings(), "draws": n_total - self.warmup}, interrupted, budget.grad_evals,
+        )
