@@ -63,3 +63,15 @@ def python_logp_grad(theta, grad_out, data):
     """Not compiled: the error must say how to fix it."""
     grad_out[:] = -theta
     return -0.5 * float(theta @ theta)
+
+
+@numba.njit(cache=True)
+def nan_beyond_one_and_half(theta, grad_out, data):
+    """A standard normal whose density turns NaN for theta[0] > 1.5 (a fault mid-trajectory)."""
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    if theta[0] > 1.5:
+        return math.nan
+    return lp

@@ -1,0 +1,242 @@
+"""The MCMC samplers against exact answers, with tolerances from ArviZ's Monte Carlo standard errors."""
+
+import os
+import signal
+import threading
+
+import arviz as az
+import matplotlib
+import numpy as np
+import pytest
+from scipy import stats
+
+import workbench as wb
+from workbench.errors import NonFiniteDensityError
+
+from . import user_functions as uf
+
+matplotlib.use("Agg")
+
+DIAGONAL = wb.targets.gaussian(10, scales="logspace")
+CORRELATED = wb.targets.gaussian(10, correlation=0.5)
+
+
+def _t_proposal(target, widen=1.5, df=5):
+    return stats.multivariate_t(target.truth.mean, widen * target.truth.cov, df=df)
+
+
+SAMPLERS = {
+    "NUTS": lambda t: wb.methods.NUTS(chains=4, warmup=500, draws=1000),
+    "HMC": lambda t: wb.methods.HMC(chains=4, warmup=500, draws=1000),
+    "RandomWalkMH": lambda t: wb.methods.RandomWalkMH(chains=4, warmup=2000, draws=10_000),
+    "IndependenceMH": lambda t: wb.methods.IndependenceMH(proposal=_t_proposal(t), chains=4, draws=3000),
+}
+
+
+def assert_moments_within_mcse(result, target, k=4.0):
+    draws = result.draws
+    mean_err = np.abs(draws.mean((0, 1)) - target.truth.mean)
+    sd_err = np.abs(draws.std((0, 1)) - target.truth.sd)
+    mcse_mean = np.asarray(az.mcse(draws))
+    mcse_sd = np.asarray(az.mcse(draws, method="sd"))
+    assert np.all(mean_err < k * mcse_mean), (mean_err / mcse_mean).round(2)
+    assert np.all(sd_err < k * mcse_sd), (sd_err / mcse_sd).round(2)
+
+
+@pytest.mark.parametrize("target", [DIAGONAL, CORRELATED], ids=["diagonal", "correlated"])
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_sampler_moments_within_4_mcse(sampler, target):
+    res = SAMPLERS[sampler](target).run(target, seed=11)
+    assert res.draws.shape[:2] == (4, res.settings["draws"])
+    assert_moments_within_mcse(res, target)
+
+
+def test_the_moment_check_can_fail():
+    """A sampler that is 10% too narrow is caught by the same check."""
+    res = wb.methods.NUTS(chains=4, warmup=500, draws=1000).run(DIAGONAL, seed=11)
+    res.draws = res.draws * 0.9
+    with pytest.raises(AssertionError):
+        assert_moments_within_mcse(res, DIAGONAL)
+
+
+@pytest.mark.parametrize(
+    "method, target_accept",
+    [
+        (wb.methods.NUTS(chains=2, warmup=1000, draws=1000), 0.8),
+        (wb.methods.HMC(chains=2, warmup=1000, draws=1000), 0.65),
+        (wb.methods.NUTS(chains=2, warmup=1000, draws=1000, target_accept=0.95, adapt_mass="stan"), 0.95),
+    ],
+    ids=["nuts", "hmc", "nuts_stan_0.95"],
+)
+def test_dual_averaging_reaches_the_requested_acceptance(method, target_accept):
+    t = wb.targets.gaussian(50, scales="logspace")
+    res = method.run(t, seed=3)
+    assert res.stats["accept_prob"].mean() == pytest.approx(target_accept, abs=0.05)
+
+
+def test_random_walk_adapts_toward_0234():
+    res = wb.methods.RandomWalkMH(chains=2, warmup=3000, draws=4000).run(DIAGONAL, seed=5)
+    assert res.stats["accept_prob"].mean() == pytest.approx(0.234, abs=0.05)
+
+
+def test_random_walk_gets_mode_weights_of_a_bimodal_target():
+    t = wb.targets.gaussian_mixture(1, weights=[0.3, 0.7], means=[-4.0, 4.0], scales=1.0)
+    res = wb.methods.RandomWalkMH(chains=4, warmup=500, draws=20_000, scale=8.0, adapt=False).run(t, seed=2)
+    upper = (res.draws[..., 0] > 0).astype(float)
+    share = upper.mean()
+    mcse = upper.std() / np.sqrt(float(az.ess(upper[..., None])[0]))
+    assert abs(share - 0.7) < 4 * mcse and mcse < 0.02
+
+
+class _DroppedHastings:
+    """A proposal whose logpdf lies (constant): IMH then ignores q, which must go wrong."""
+
+    def __init__(self, q):
+        self.q = q
+
+    def sample(self, n, rng):
+        return self.q.rvs(size=n, random_state=rng).reshape(n, -1)
+
+    def logpdf(self, x):
+        return np.zeros(len(x))
+
+
+def test_independence_mh_with_an_asymmetric_proposal_is_corrected_by_hastings():
+    t = wb.targets.gaussian(1)
+    q = stats.norm(1.0, 1.5)  # shifted and wider: asymmetric with respect to the target
+    good = wb.methods.IndependenceMH(proposal=q, chains=4, draws=5000).run(t, seed=4)
+    assert_moments_within_mcse(good, t)
+    bad = wb.methods.IndependenceMH(proposal=_DroppedHastings(q), chains=4, draws=5000).run(t, seed=4)
+    with pytest.raises(AssertionError):
+        assert_moments_within_mcse(bad, t)
+
+
+def test_nuts_reports_divergences_on_the_centred_funnel():
+    res = wb.methods.NUTS(chains=2, warmup=300, draws=500).run(wb.targets.funnel(10), seed=1)
+    n_div = int(res.stats["diverging"].sum())
+    assert n_div > 0 and any("divergent" in m for m in res.messages)
+    assert res.to_arviz().sample_stats["diverging"].sum() == n_div
+
+
+def test_nuts_converges_on_a_100d_gaussian():
+    t = wb.targets.gaussian(100, scales="logspace")
+    res = wb.methods.NUTS(chains=4, warmup=500, draws=500).run(t, seed=2)
+    row = wb.metrics.evaluate(res, t)
+    assert row["r_hat_max"] < 1.01
+    assert row["mean_err_max"] < 0.2 and row["sd_err_max"] < 0.15
+
+
+@pytest.mark.parametrize(
+    "method",
+    [wb.methods.NUTS(chains=4, warmup=100, draws=100), wb.methods.RandomWalkMH(chains=4, warmup=100, draws=300)],
+    ids=["nuts", "rwm"],
+)
+def test_same_seed_identical_draws_whatever_the_thread_count(method):
+    import dataclasses
+
+    one = dataclasses.replace(method, threads=1).run(DIAGONAL, seed=9)
+    four = dataclasses.replace(method, threads=4).run(DIAGONAL, seed=9)
+    np.testing.assert_array_equal(one.draws, four.draws)
+    for name in one.stats:
+        np.testing.assert_array_equal(one.stats[name], four.stats[name])
+    assert one.cost.grad_evals == four.cost.grad_evals
+
+
+def test_gradient_counts_are_exact_and_warmup_is_kept_apart():
+    res = wb.methods.NUTS(chains=2, warmup=200, draws=300).run(DIAGONAL, seed=1)
+    assert res.warmup_draws.shape == (2, 200, 10) and res.draws.shape == (2, 300, 10)
+    # after warmup every gradient is a leapfrog step of a recorded transition
+    assert res.cost.grad_evals - res.cost.warmup_grad_evals == res.stats["n_steps"].sum()
+    assert 0 < res.cost.warmup_grad_evals < res.cost.grad_evals
+    assert set(res.info["step_size"]) and res.info["inv_mass"].shape == (2, 10)
+
+
+@pytest.mark.parametrize(
+    "method, budget",
+    [(wb.methods.NUTS(chains=2), 20_000), (wb.methods.RandomWalkMH(chains=2), 3_000)],
+    ids=["nuts", "rwm"],
+)
+def test_grad_budget_stops_sampling_and_says_how_many_draws(method, budget):
+    res = method.run(DIAGONAL, seed=3, grad_budget=budget)
+    # stops at the first transition after the budget: at most one NUTS tree (2^10) over per chain
+    assert budget <= res.cost.grad_evals <= budget + 2 * 1024 + 2
+    assert 0 < res.draws.shape[1] < 1000
+    assert any(f"{res.draws.shape[1]} draws per chain" in m for m in res.messages)
+
+
+def test_nan_density_mid_trajectory_is_a_rejected_divergence():
+    t = wb.Target.from_numba(uf.nan_beyond_one_and_half, dim=2, name="nan-region")
+    res = wb.methods.NUTS(chains=2, warmup=300, draws=500).run(t, seed=0)
+    assert res.stats["diverging"].sum() > 0
+    assert np.all(res.draws[..., 0] <= 1.5) and np.all(np.isfinite(res.draws))
+    hmc = wb.methods.HMC(chains=2, warmup=300, draws=500).run(t, seed=0)
+    assert np.all(hmc.draws[..., 0] <= 1.5) and hmc.stats["diverging"].sum() > 0
+
+
+def test_non_finite_starting_points_are_named():
+    t = wb.Target.from_numba(uf.log_of_first, dim=2, initial_point=np.array([1.0, 0.0]))
+    with pytest.raises(NonFiniteDensityError, match=r"starting point of chain 0 .*\[nan, 1\]"):
+        wb.methods.NUTS(init=np.array([np.nan, 1.0])).run(t, seed=0)
+    with pytest.raises(NonFiniteDensityError, match=r"is nan at the starting point of chain 1 \[-1, 0\]"):
+        wb.methods.RandomWalkMH(chains=2, init=np.array([[1.0, 0.0], [-1.0, 0.0]])).run(t, seed=0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: wb.methods.NUTS(step_size=0.0), "step_size must be > 0"),
+        (lambda: wb.methods.HMC(step_size=-1.0), "step_size must be > 0"),
+        (lambda: wb.methods.NUTS(target_accept=1.0), r"target_accept must lie in \(0, 1\)"),
+        (lambda: wb.methods.HMC(target_accept=0.0), r"target_accept must lie in \(0, 1\)"),
+        (lambda: wb.methods.RandomWalkMH(target_accept=1.5), r"target_accept must lie in \(0, 1\)"),
+        (lambda: wb.methods.NUTS(chains=0), "chains must be an integer >= 1"),
+        (lambda: wb.methods.RandomWalkMH(chains=0), "chains must be an integer >= 1"),
+        (lambda: wb.methods.NUTS(max_depth=0), "max_depth must be an integer >= 1"),
+        (lambda: wb.methods.HMC(n_leapfrog=0), "n_leapfrog must be an integer >= 1"),
+        (lambda: wb.methods.NUTS(adapt_mass="full"), "adapt_mass must be one of"),
+        (lambda: wb.methods.NUTS(warmup=-1), "warmup must be an integer >= 0"),
+        (lambda: wb.methods.IndependenceMH(proposal=object()), "lacks logpdf and sample"),
+        (lambda: wb.methods.RandomWalkMH(scale=0.0), "scale must be > 0"),
+    ],
+)
+def test_settings_out_of_range_name_the_setting(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_arviz_energy_and_rank_plots_work_on_sampler_output(tmp_path):
+    import arviz_plots as azp
+    import matplotlib.pyplot as plt
+
+    res = wb.methods.NUTS(chains=2, warmup=200, draws=200).run(wb.targets.gaussian(3), seed=0)
+    tree = res.to_arviz()
+    assert {"acceptance_rate", "diverging", "energy", "step_size", "tree_depth", "n_steps", "lp"} <= set(
+        tree.sample_stats.data_vars
+    )
+    for plot, name in [(azp.plot_energy, "energy"), (azp.plot_rank, "rank")]:
+        pc = plot(tree)
+        pc.savefig(tmp_path / f"{name}.png")
+        plt.close("all")
+        assert (tmp_path / f"{name}.png").stat().st_size > 5_000
+    assert np.all(az.bfmi(tree)["energy"].values > 0.3)
+
+
+def test_ctrl_c_keeps_the_draws_made_so_far():
+    t = wb.targets.gaussian(200, scales="logspace")
+    method = wb.methods.NUTS(chains=2, warmup=200, draws=1_000_000, progress=False)
+    timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        res = method.run(t, seed=0)
+    finally:
+        timer.cancel()
+    assert 0 < res.draws.shape[1] < 1_000_000
+    assert any("interrupted" in m for m in res.messages)
+    assert np.all(np.isfinite(res.draws))
+
+
+def test_progress_bar_can_be_shown_and_turned_off(capsys):
+    wb.methods.NUTS(chains=2, warmup=50, draws=50, progress=True).run(wb.targets.gaussian(2), seed=0)
+    assert "NUTS on gaussian_isotropic" in capsys.readouterr().err
+    wb.methods.NUTS(chains=2, warmup=50, draws=50, progress=False).run(wb.targets.gaussian(2), seed=0)
+    assert capsys.readouterr().err == ""
