@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
 
 import numpy as np
@@ -89,11 +88,10 @@ def run_chains(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, c) for c in range(chains)]
         try:
-            while not all(f.done() for f in futures):
+            while wait(futures, timeout=0.1).not_done:  # returns as soon as all are done
                 if bar is not None:
                     bar.n = int(controls[:, 1].sum())
                     bar.refresh()
-                time.sleep(0.1)
         except KeyboardInterrupt:
             interrupted = True
             controls[:, 0] = 1

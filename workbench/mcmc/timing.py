@@ -1,0 +1,44 @@
+"""Timing the target alone, for overhead ratios: wall time / (gradient evaluations x one gradient)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import types
+
+from ..jit import VEC, target_kernel
+
+
+def _repeat_logp_grad(logp_grad, data, theta, n):
+    """Calls logp_grad n times at theta (jitted, so no Python in the loop); returns a checksum."""
+    g = np.empty(theta.size)
+    total = 0.0
+    for _ in range(n):
+        total += logp_grad(theta, g, data)
+    return total
+
+
+repeat_logp_grad = target_kernel(
+    lambda t: types.float64(t.logp_grad, t.data, VEC, types.int64), nogil=True
+)(_repeat_logp_grad)
+
+
+def seconds_per_gradient(target, theta=None, min_seconds: float = 0.2) -> float:
+    """Time of one ``logp_grad`` call measured in a jitted loop (best of 3 repetitions)."""
+    kernel = repeat_logp_grad.for_target(target)
+    x = np.ascontiguousarray(target.initial_point if theta is None else theta, dtype=float)
+    n = 16
+    while True:  # grow n until one repetition takes min_seconds
+        start = time.perf_counter()
+        kernel(target.logp_grad, target.data, x, n)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds or n > 1 << 30:
+            break
+        n *= 4
+    best = elapsed
+    for _ in range(2):
+        start = time.perf_counter()
+        kernel(target.logp_grad, target.data, x, n)
+        best = min(best, time.perf_counter() - start)
+    return best / n
