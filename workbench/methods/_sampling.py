@@ -78,12 +78,9 @@ def run_chains(
     workers = threads or min(chains, os.cpu_count() or 1)
     bar = None
     if _progress_enabled(progress):
-        try:
-            from tqdm.auto import tqdm
+        from tqdm.auto import tqdm
 
-            bar = tqdm(total=chains * total_per_chain, desc=description, unit="it", leave=False)
-        except ImportError:  # pragma: no cover - tqdm is a test dependency only
-            bar = None
+        bar = tqdm(total=chains * total_per_chain, desc=description, unit="it", leave=False)
     interrupted = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, c) for c in range(chains)]
