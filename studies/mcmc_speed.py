@@ -38,12 +38,15 @@ def measure(method, target, seed):
 
 
 def print_table(rows, columns):
-    head = f"{'sampler':<10}{'target':<34}" + "".join(f"{c:>14}" for c in columns)
+    widths = [max(12, len(c) + 2) for c in columns]
+    head = f"{'sampler':<10}{'target':<36}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths))
     print(head)
     print("-" * len(head))
     for name, target, r in rows:
-        cells = "".join(f"{r[c]:>14.4g}" if isinstance(r[c], float) else f"{r[c]:>14}" for c in columns)
-        print(f"{name:<10}{target:<34}{cells}")
+        cells = "".join(
+            f"{r[c]:>{w}.4g}" if isinstance(r[c], float) else f"{r[c]:>{w}}" for c, w in zip(columns, widths)
+        )
+        print(f"{name:<10}{target:<36}{cells}")
 
 
 def main(argv=None):
