@@ -5,14 +5,50 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from ..errors import NonFiniteDensityError, format_point
 from ..result import Cost, Result
 from ..target import Target
+from .base import Method, check_positive_int
+
+
+@dataclass(frozen=True)
+class ChainSampler(Method):
+    """Settings every MCMC sampler shares (same names across methods, DESIGN.md).
+
+    ``init``: None (the target's initial point jittered by uniform(-init_jitter,
+    init_jitter) per chain), one point (d,), or (chains, d). ``progress``: None shows a
+    bar on a terminal only. ``threads``: default one per chain up to the number of cores.
+    """
+
+    chains: int = 4
+    warmup: int = 1000
+    draws: int = 1000
+    init: Any = None
+    init_jitter: float = 2.0
+    progress: bool | None = None
+    threads: int | None = None
+
+    def __post_init__(self):
+        check_positive_int("chains", self.chains)
+        check_positive_int("warmup", self.warmup, minimum=0)
+        check_positive_int("draws", self.draws)
+        if not self.init_jitter >= 0:
+            raise ValueError(f"init_jitter must be >= 0, got {self.init_jitter!r}")
+        if self.threads is not None:
+            check_positive_int("threads", self.threads)
+
+    def settings(self) -> dict:
+        s = super().settings()
+        if s.get("init") is not None:
+            s["init"] = np.asarray(s["init"]).tolist()
+        return s
 
 
 def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.ndarray:
@@ -99,29 +135,68 @@ def run_chains(
     return outputs, interrupted
 
 
+class ChainRun(NamedTuple):
+    """Outputs of all chains of one run, stacked: (chains, iterations, ...) arrays."""
+
+    draws: np.ndarray
+    stats: np.ndarray
+    done: np.ndarray  # iterations completed per chain (warmup included)
+    evals: np.ndarray  # gradient (logp_grad) evaluations per chain
+    warmup_evals: np.ndarray
+    last: list  # each kernel's fourth return value (final step size, scale, ...)
+    interrupted: bool
+    wall: float
+
+
+def sample_chains(method, target: Target, n_total: int, n_stats: int, call: Callable) -> ChainRun:
+    """Allocate the outputs and run ``call(chain, draws, stats, control)`` for every chain.
+
+    ``call`` runs one chain's kernel into its (n_total, d) draws and (n_total, n_stats)
+    stats rows and returns the kernel's (done, evals, warmup evals, last) tuple.
+    """
+    draws = np.zeros((method.chains, n_total, target.dim))
+    stats = np.zeros((method.chains, n_total, n_stats))
+    controls = np.zeros((method.chains, 2), dtype=np.int64)
+    start = time.perf_counter()
+    outputs, interrupted = run_chains(
+        lambda c: call(c, draws[c], stats[c], controls[c]),
+        controls,
+        n_total,
+        method.progress,
+        f"{method.name} on {target.name}",
+        method.threads,
+    )
+    wall = time.perf_counter() - start
+    return ChainRun(
+        draws,
+        stats,
+        np.array([o[0] for o in outputs]),
+        np.array([o[1] for o in outputs]),
+        np.array([o[2] for o in outputs]),
+        [o[3] for o in outputs],
+        interrupted,
+        wall,
+    )
+
+
 def assemble(
     method,
     target: Target,
     seed: int,
-    draws: np.ndarray,
-    stats: np.ndarray,
+    run: ChainRun,
     stat_names,
-    done: np.ndarray,
     n_warmup: int,
-    grad_evals: int,
-    warmup_grad_evals: int,
-    wall: float,
     compile_seconds: float,
     settings: dict,
-    interrupted: bool,
     budget: int | None,
-    logp_evals: int | None = None,
-    extra_messages=(),
+    stat_columns=None,
     info: dict | None = None,
 ) -> Result:
-    """Cut the kernels' (chains, iterations, ...) outputs into warmup and equal-length draws."""
+    """Cut a run's (chains, iterations, ...) outputs into warmup and equal-length draws."""
+    draws, done, interrupted = run.draws, run.done, run.interrupted
+    stats = run.stats if stat_columns is None else run.stats[..., stat_columns]
     kept = int(max(0, done.min() - n_warmup))
-    messages = list(extra_messages)
+    messages = []
     if interrupted:
         messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
     if budget is not None and not interrupted and (done < draws.shape[1]).any():
@@ -146,11 +221,11 @@ def assemble(
         target=target.name,
         draws=draws[:, n_warmup : n_warmup + kept].copy(),
         cost=Cost(
-            grad_evals=int(grad_evals),
-            logp_evals=int(grad_evals if logp_evals is None else logp_evals),
-            wall_seconds=wall,
+            grad_evals=int(run.evals.sum()),
+            logp_evals=int(run.evals.sum()),
+            wall_seconds=run.wall,
             compile_seconds=compile_seconds,
-            warmup_grad_evals=int(warmup_grad_evals),
+            warmup_grad_evals=int(run.warmup_evals.sum()),
         ),
         param_names=target.param_names,
         seed=seed,
@@ -158,5 +233,5 @@ def assemble(
         stats=stat_dict,
         warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
         messages=messages,
-        info=info or {},
+        info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(), **(info or {})},
     )

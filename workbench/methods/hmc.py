@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,8 +18,8 @@ from ..mcmc import chains as K
 from ..mcmc.mass_adaptation import SCHEMES, MASS_STAN, stan_windows
 from ..result import Budget, Result
 from ..target import Target
-from ._sampling import assemble, initial_points, run_chains
-from .base import Method, chain_rngs, check_positive_int
+from ._sampling import ChainSampler, assemble, initial_points, sample_chains
+from .base import chain_rngs, check_positive_int
 
 # The gradient-based scheme's schedule, as fractions of warmup (after nutpie's defaults):
 # switch windows every 10 draws during the first 30%, every 80 afterwards, and keep the
@@ -32,23 +31,14 @@ _SWITCH_LATE = 80
 
 
 @dataclass(frozen=True)
-class _Hamiltonian(Method):
-    chains: int = 4
-    warmup: int = 1000
-    draws: int = 1000
+class _Hamiltonian(ChainSampler):
     step_size: float | None = None
     target_accept: float = 0.8
     adapt_mass: str = "gradient"
     max_energy_error: float = 1000.0
-    init: Any = None
-    init_jitter: float = 2.0
-    progress: bool | None = None
-    threads: int | None = None
 
     def __post_init__(self):
-        check_positive_int("chains", self.chains)
-        check_positive_int("warmup", self.warmup, minimum=0)
-        check_positive_int("draws", self.draws)
+        super().__post_init__()
         if self.step_size is not None and not (self.step_size > 0 and math.isfinite(self.step_size)):
             raise ValueError(f"step_size must be > 0 (or None to find one), got {self.step_size!r}")
         if not (0.0 < self.target_accept < 1.0):
@@ -57,16 +47,6 @@ class _Hamiltonian(Method):
             raise ValueError(f"adapt_mass must be one of {sorted(SCHEMES)}, got {self.adapt_mass!r}")
         if not self.max_energy_error > 0:
             raise ValueError(f"max_energy_error must be > 0, got {self.max_energy_error!r}")
-        if self.init_jitter < 0:
-            raise ValueError(f"init_jitter must be >= 0, got {self.init_jitter!r}")
-        if self.threads is not None:
-            check_positive_int("threads", self.threads)
-
-    def settings(self) -> dict:
-        s = super().settings()
-        if s.get("init") is not None:
-            s["init"] = np.asarray(s["init"]).tolist()
-        return s
 
     # subclasses fill these in
     def _algorithm_settings(self) -> tuple[int, int, int, float]:  # pragma: no cover
@@ -106,36 +86,18 @@ class _Hamiltonian(Method):
         fsettings[K.F_MAX_ENERGY] = self.max_energy_error
         fsettings[K.F_JITTER] = jitter
 
-        d = target.dim
-        draws = np.zeros((self.chains, n_total, d))
-        stats = np.zeros((self.chains, n_total, len(K.STAT_NAMES)))
-        inv_mass = np.ones((self.chains, d))
-        controls = np.zeros((self.chains, 2), dtype=np.int64)
-
-        def run_one(c):
-            return kernel(
+        inv_mass = np.ones((self.chains, target.dim))
+        run = sample_chains(
+            self, target, n_total, len(K.STAT_NAMES),
+            lambda c, draws, stats, control: kernel(
                 target.logp_grad, target.data, x0[c].copy(), rngs[c], isettings, fsettings,
-                inv_mass[c], windows, draws[c], stats[c], controls[c],
-            )
-
-        start = time.perf_counter()
-        outputs, interrupted = run_chains(
-            run_one, controls, n_total, self.progress, f"{self.name} on {target.name}", self.threads
+                inv_mass[c], windows, draws, stats, control,
+            ),
         )
-        wall = time.perf_counter() - start
-        done = np.array([o[0] for o in outputs])
-        grads = np.array([o[1] for o in outputs])
-        warm_grads = np.array([o[2] for o in outputs])
         return assemble(
-            self, target, seed, draws, stats, K.STAT_NAMES, done, n_warmup,
-            grads.sum(), warm_grads.sum(), wall, compile_seconds,
-            {**self.settings(), "draws": n_draws}, interrupted, budget.grad_evals,
-            info={
-                "step_size": [float(o[3]) for o in outputs],
-                "inv_mass": inv_mass,
-                "grad_evals_per_chain": grads.tolist(),
-                "iterations_per_chain": done.tolist(),
-            },
+            self, target, seed, run, K.STAT_NAMES, n_warmup, compile_seconds,
+            {**self.settings(), "draws": n_draws}, budget.grad_evals,
+            info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass},
         )
 
 

@@ -17,12 +17,12 @@ from ..mcmc import metropolis as K
 from ..mcmc.mass_adaptation import stan_windows
 from ..result import Budget, Result
 from ..target import Target
-from ._sampling import assemble, initial_points, run_chains
+from ._sampling import ChainSampler, assemble, initial_points, sample_chains
 from .base import Method, chain_rngs, check_positive_int
 
 
 @dataclass(frozen=True)
-class RandomWalkMH(Method):
+class RandomWalkMH(ChainSampler):
     """Random-walk Metropolis with a Gaussian proposal, adapted during warmup.
 
     ``scale`` (default 2.38 / sqrt(d)) times per-coordinate sds (default 1) is the
@@ -30,33 +30,16 @@ class RandomWalkMH(Method):
     ``target_accept`` (0.234) and learns the sds from the warmup draws.
     """
 
-    chains: int = 4
-    warmup: int = 1000
-    draws: int = 1000
     scale: float | None = None
     target_accept: float = 0.234
     adapt: bool = True
-    init: Any = None
-    init_jitter: float = 2.0
-    progress: bool | None = None
-    threads: int | None = None
 
     def __post_init__(self):
-        check_positive_int("chains", self.chains)
-        check_positive_int("warmup", self.warmup, minimum=0)
-        check_positive_int("draws", self.draws)
+        super().__post_init__()
         if self.scale is not None and not (self.scale > 0 and math.isfinite(self.scale)):
             raise ValueError(f"scale must be > 0, got {self.scale!r}")
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
-        if self.threads is not None:
-            check_positive_int("threads", self.threads)
-
-    def settings(self) -> dict:
-        s = super().settings()
-        if s.get("init") is not None:
-            s["init"] = np.asarray(s["init"]).tolist()
-        return s
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rngs = chain_rngs(seed, self.chains)
@@ -80,29 +63,18 @@ class RandomWalkMH(Method):
         isettings[K.RI_WINDOW_START] = window_start
         isettings[K.RI_ADAPT] = int(self.adapt)
         fsettings = np.array([self.scale or 2.38 / math.sqrt(d), self.target_accept])
-        draws = np.zeros((self.chains, n_total, d))
-        stats = np.zeros((self.chains, n_total, len(K.STAT_NAMES)))
         sds = np.ones((self.chains, d))
-        controls = np.zeros((self.chains, 2), dtype=np.int64)
-
-        def run_one(c):
-            return kernel(
+        run = sample_chains(
+            self, target, n_total, len(K.STAT_NAMES),
+            lambda c, draws, stats, control: kernel(
                 target.logp_grad, target.data, x0[c].copy(), rngs[c], isettings, fsettings,
-                sds[c], windows, draws[c], stats[c], controls[c],
-            )
-
-        start = time.perf_counter()
-        outputs, interrupted = run_chains(
-            run_one, controls, n_total, self.progress, f"{self.name} on {target.name}", self.threads
+                sds[c], windows, draws, stats, control,
+            ),
         )
-        wall = time.perf_counter() - start
-        done = np.array([o[0] for o in outputs])
-        evals = np.array([o[1] for o in outputs])
         return assemble(
-            self, target, seed, draws, stats, K.STAT_NAMES, done, n_warmup,
-            evals.sum(), sum(o[2] for o in outputs), wall, compile_seconds,
-            {**self.settings(), "draws": n_draws}, interrupted, budget.grad_evals,
-            info={"scale": [float(o[3]) for o in outputs], "proposal_sd": sds},
+            self, target, seed, run, K.STAT_NAMES, n_warmup, compile_seconds,
+            {**self.settings(), "draws": n_draws}, budget.grad_evals,
+            info={"scale": [float(s) for s in run.last], "proposal_sd": sds},
         )
 
 
@@ -176,25 +148,15 @@ class IndependenceMH(Method):
             proposals.append(y[1:])
             logq.append(lq[1:])
         per_chain_budget = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
-        draws = np.zeros((self.chains, n_total, d))
-        stats = np.zeros((self.chains, n_total, len(K.STAT_NAMES)))
-        controls = np.zeros((self.chains, 2), dtype=np.int64)
-
-        def run_one(c):
-            return kernel(
+        run = sample_chains(
+            self, target, n_total, len(K.STAT_NAMES),
+            lambda c, draws, stats, control: kernel(
                 target.logp_grad, target.data, x0[c].copy(), float(logq0[c]), rngs[c],
-                proposals[c], logq[c], per_chain_budget, draws[c], stats[c], controls[c],
-            )
-
-        start = time.perf_counter()
-        outputs, interrupted = run_chains(
-            run_one, controls, n_total, self.progress, f"{self.name} on {target.name}", self.threads
+                proposals[c], logq[c], per_chain_budget, draws, stats, control,
+            ),
         )
-        wall = time.perf_counter() - start
-        done = np.array([o[0] for o in outputs])
         keep = [0, 1, 3]  # no step size for an independence sampler
         return assemble(
-            self, target, seed, draws, stats[..., keep], [K.STAT_NAMES[k] for k in keep], done,
-            self.warmup, sum(o[1] for o in outputs), 0, wall, compile_seconds,
-            {**self.settings(), "draws": n_total - self.warmup}, interrupted, budget.grad_evals,
+            self, target, seed, run, [K.STAT_NAMES[k] for k in keep], self.warmup, compile_seconds,
+            {**self.settings(), "draws": n_total - self.warmup}, budget.grad_evals, stat_columns=keep,
         )
