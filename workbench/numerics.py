@@ -8,6 +8,11 @@ from numba import njit
 
 LOG_2PI = math.log(2.0 * math.pi)
 
+# Fast-math flags for sums and dot products: reassociation lets LLVM vectorise them. The
+# no-NaN / no-inf flags are deliberately left out: samplers detect divergences and faults
+# by testing for NaN and inf.
+REASSOC = {"reassoc", "contract"}
+
 
 @njit(cache=True, inline="always")
 def log1pexp(x):

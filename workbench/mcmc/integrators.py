@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from numba import njit
 
+from ..jit import NO_NRT
 
-@njit(cache=True)
+
+@njit(cache=True, **NO_NRT)
 def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
     """One leapfrog step with a diagonal metric, in place on (q, p, g); returns log p(q_new).
 
@@ -31,7 +33,7 @@ def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
     return logp
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def leapfrog_dense(logp_grad, data, q, p, g, step_size, inv_mass):
     """One leapfrog step with a dense metric ``inv_mass`` = M^-1 (d, d); as :func:`leapfrog`."""
     d = q.size

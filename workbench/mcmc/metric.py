@@ -11,6 +11,8 @@ import math
 
 from numba import njit
 
+from ..numerics import REASSOC
+
 
 @njit(cache=True)
 def sample_momentum(rng, inv_mass, p):
@@ -19,7 +21,7 @@ def sample_momentum(rng, inv_mass, p):
         p[i] = rng.standard_normal() / math.sqrt(inv_mass[i])
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=REASSOC)
 def kinetic_energy(p, inv_mass):
     """1/2 p^T diag(inv_mass) p."""
     k = 0.0

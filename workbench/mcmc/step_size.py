@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 from numba import njit
 
+from ..jit import NO_NRT
+
 from .integrators import leapfrog
 from .metric import kinetic_energy, sample_momentum
 
@@ -61,7 +63,7 @@ def dual_averaging_update(state, accept_prob, target):
     return DualAveraging(log_step, log_step_avg, error_avg, state.mu, count)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, rng, step_size, work_q, work_p, work_g):
     """Double or halve ``step_size`` until one leapfrog step's acceptance crosses 0.8.
 

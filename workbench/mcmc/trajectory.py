@@ -28,6 +28,9 @@ import math
 import numpy as np
 from numba import njit
 
+from ..jit import NO_NRT
+from ..numerics import REASSOC
+
 from .integrators import leapfrog
 from .metric import kinetic_energy, sample_momentum, velocity
 
@@ -50,13 +53,13 @@ def nuts_workspace(dim: int, max_depth: int):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def _copy(src, dst):
     for i in range(src.size):
         dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=REASSOC, **NO_NRT)
 def _no_u_turn(sharp_minus, sharp_plus, rho_a, rho_b):
     """Generalised criterion with rho = rho_a + rho_b: both ends still move apart."""
     minus = 0.0
@@ -68,7 +71,7 @@ def _no_u_turn(sharp_minus, sharp_plus, rho_a, rho_b):
     return minus > 0.0 and plus > 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def _logaddexp(a, b):
     if a == -math.inf:
         return b
@@ -78,7 +81,7 @@ def _logaddexp(a, b):
     return m + math.log(math.exp(a - m) + math.exp(b - m))
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def build_tree(
     logp_grad, data, depth, step, inv_mass, h0, max_energy_error, rng,
     z_q, z_p, z_g, prop_q, prop_p, prop_g, sharp_beg, sharp_end, p_beg, p_end, rho, tree,
@@ -146,7 +149,7 @@ def build_tree(
     return persist, lsw, n, acc, False, lp
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, max_depth, max_energy_error, rng, vecs, tree):
     """One NUTS transition from (q, g, logp), updated in place.
 
@@ -223,7 +226,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, max_depth, max_
     return sample_lp, sum_accept / max(n_leapfrog, 1), n_leapfrog, depth, diverging, energy, energy - h0
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_NRT)
 def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, max_energy_error, rng, vecs):
     """One HMC transition: ``n_steps`` leapfrog steps, then a Metropolis accept/reject.
 
