@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import methods, metrics, targets
+from . import approximations, methods, metrics, targets
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
 from .result import Budget, Cost, Result
 from .target import GradientCheck, Target, Truth, check_gradient
@@ -30,6 +30,7 @@ __all__ = [
     "Target",
     "TargetError",
     "Truth",
+    "approximations",
     "WorkbenchError",
     "check_gradient",
     "methods",

@@ -7,6 +7,19 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 from .base import Method
 from .exact import Exact
 from .hmc import HMC, NUTS
+from .importance import ImportanceSampling, RejectionSampling
+from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
 
-__all__ = ["Exact", "HMC", "IndependenceMH", "Method", "NUTS", "RandomWalkMH"]
+__all__ = [
+    "Exact",
+    "HMC",
+    "ImportanceSampling",
+    "IndependenceMH",
+    "Laplace",
+    "LaplaceError",
+    "Method",
+    "NUTS",
+    "RandomWalkMH",
+    "RejectionSampling",
+]

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..approximations import check_proposal, draw_from
 from ..mcmc import metropolis as K
 from ..mcmc.mass_adaptation import stan_windows
 from ..result import Budget, Result
@@ -78,26 +79,6 @@ class RandomWalkMH(ChainSampler):
         )
 
 
-def _sampler_of(proposal):
-    """``(n, rng) -> (n, d)`` draws from a proposal with ``sample`` or scipy's ``rvs``."""
-    if hasattr(proposal, "sample"):
-        return lambda n, rng: np.asarray(proposal.sample(n, rng), dtype=float)
-    return lambda n, rng: np.asarray(proposal.rvs(size=n, random_state=rng), dtype=float)
-
-
-def check_proposal(proposal, dim: int) -> None:
-    """ValueError unless ``proposal`` has ``logpdf`` and ``sample`` (or scipy's ``rvs``)."""
-    missing = [m for m in ("logpdf",) if not callable(getattr(proposal, m, None))]
-    if not (callable(getattr(proposal, "sample", None)) or callable(getattr(proposal, "rvs", None))):
-        missing.append("sample")
-    if missing:
-        raise ValueError(
-            f"the proposal {type(proposal).__name__} lacks {' and '.join(missing)}: give an object "
-            "with logpdf(x) -> (n,) and sample(n, rng) -> (n, d) (a Laplace or VI approximation, "
-            "or a scipy.stats distribution such as multivariate_t)"
-        )
-
-
 @dataclass(frozen=True)
 class IndependenceMH(Method):
     """Independence Metropolis-Hastings with any proposal q (``logpdf`` and ``sample``).
@@ -117,7 +98,7 @@ class IndependenceMH(Method):
     def __post_init__(self):
         if self.proposal is None:
             raise ValueError("IndependenceMH needs a proposal with logpdf and sample")
-        check_proposal(self.proposal, 0)
+        check_proposal(self.proposal)
         check_positive_int("chains", self.chains)
         check_positive_int("warmup", self.warmup, minimum=0)
         check_positive_int("draws", self.draws)
@@ -134,12 +115,9 @@ class IndependenceMH(Method):
         compile_seconds = time.perf_counter() - start
         d = target.dim
         n_total = self.warmup + (budget.draws if budget.draws is not None else self.draws)
-        draw = _sampler_of(self.proposal)
         proposals, logq, x0, logq0 = [], [], np.empty((self.chains, d)), np.empty(self.chains)
         for c, rng in enumerate(rngs):
-            y = np.ascontiguousarray(draw(n_total + 1, rng).reshape(n_total + 1, -1))
-            if y.shape[1] != d:
-                raise ValueError(f"the proposal draws points of dimension {y.shape[1]}, target has {d}")
+            y = draw_from(self.proposal, n_total + 1, rng, d)
             lq = np.ascontiguousarray(np.asarray(self.proposal.logpdf(y), dtype=float).reshape(-1))
             if not np.all(np.isfinite(lq)):
                 raise ValueError("the proposal's logpdf is not finite at some of its own draws")

@@ -1,0 +1,116 @@
+"""Distributions that methods fit or use as proposals: one interface for all.
+
+Every object here has ``logpdf(x) -> (n,)``, ``sample(n, rng) -> (n, d)``, ``mean``,
+``cov`` and ``marginal_pdf(k, x)``, so a fitted Laplace (or, later, VI) approximation can
+be handed straight to ``IndependenceMH``, ``ImportanceSampling`` or ``RejectionSampling``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import linalg, special, stats
+
+
+def check_proposal(proposal) -> None:
+    """ValueError unless ``proposal`` has ``logpdf`` and ``sample`` (or scipy's ``rvs``)."""
+    missing = [] if callable(getattr(proposal, "logpdf", None)) else ["logpdf"]
+    if not (callable(getattr(proposal, "sample", None)) or callable(getattr(proposal, "rvs", None))):
+        missing.append("sample")
+    if missing:
+        raise ValueError(
+            f"the proposal {type(proposal).__name__} lacks {' and '.join(missing)}: give an object "
+            "with logpdf(x) -> (n,) and sample(n, rng) -> (n, d) (a Laplace or VI approximation, "
+            "a wb.approximations.StudentT, or a scipy.stats distribution such as multivariate_t)"
+        )
+
+
+def draw_from(proposal, n: int, rng: np.random.Generator, dim: int) -> np.ndarray:
+    """(n, dim) draws from a proposal with ``sample(n, rng)`` or scipy's ``rvs``."""
+    if hasattr(proposal, "sample"):
+        x = proposal.sample(n, rng)
+    else:
+        x = proposal.rvs(size=n, random_state=rng)
+    x = np.ascontiguousarray(np.asarray(x, dtype=float).reshape(n, -1))
+    if x.shape[1] != dim:
+        raise ValueError(f"the proposal draws points of dimension {x.shape[1]}, the target has {dim}")
+    return x
+
+
+class Gaussian:
+    """A multivariate normal N(mean, cov), e.g. the Laplace approximation.
+
+    ``sample`` uses the Cholesky factor; ``logpdf`` solves with it (no explicit inverse).
+    """
+
+    def __init__(self, mean, cov):
+        self.mean = np.asarray(mean, dtype=float).ravel()
+        self.cov = np.atleast_2d(np.asarray(cov, dtype=float))
+        d = self.mean.size
+        if self.cov.shape != (d, d):
+            raise ValueError(f"cov has shape {self.cov.shape}, expected ({d}, {d})")
+        self.chol = linalg.cholesky(self.cov, lower=True)
+        self._log_norm = -0.5 * d * math.log(2 * math.pi) - np.sum(np.log(np.diag(self.chol)))
+
+    @property
+    def dim(self) -> int:
+        return self.mean.size
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov))
+
+    def logpdf(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        z = linalg.solve_triangular(self.chol, (x - self.mean).T, lower=True)
+        return self._log_norm - 0.5 * np.sum(z * z, axis=0)
+
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        rng = np.random.default_rng(rng)
+        return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
+
+    def marginal_pdf(self, k: int, x) -> np.ndarray:
+        return stats.norm.pdf(x, self.mean[k], math.sqrt(self.cov[k, k]))
+
+    def __repr__(self) -> str:
+        return f"Gaussian(dim={self.dim})"
+
+
+class StudentT(Gaussian):
+    """A multivariate Student-t with location ``mean``, scale matrix ``scale`` and ``df``.
+
+    Heavier tails than a Gaussian: the usual safe proposal for importance sampling.
+    ``cov`` is scale x df / (df - 2) (infinite for df <= 2).
+    """
+
+    def __init__(self, mean, scale, df: float = 5.0):
+        super().__init__(mean, scale)
+        if not df > 0:
+            raise ValueError(f"df must be > 0, got {df}")
+        self.df = float(df)
+        self.scale = self.cov
+        self.cov = self.scale * (df / (df - 2.0)) if df > 2 else np.full_like(self.scale, np.inf)
+        d = self.dim
+        self._log_norm = (
+            special.gammaln(0.5 * (df + d)) - special.gammaln(0.5 * df)
+            - 0.5 * d * math.log(df * math.pi) - np.sum(np.log(np.diag(self.chol)))
+        )
+
+    def logpdf(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        z = linalg.solve_triangular(self.chol, (x - self.mean).T, lower=True)
+        q = np.sum(z * z, axis=0)
+        return self._log_norm - 0.5 * (self.df + self.dim) * np.log1p(q / self.df)
+
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        rng = np.random.default_rng(rng)
+        z = rng.standard_normal((n, self.dim)) @ self.chol.T
+        w = rng.chisquare(self.df, size=n) / self.df
+        return self.mean + z / np.sqrt(w)[:, None]
+
+    def marginal_pdf(self, k: int, x) -> np.ndarray:
+        return stats.t.pdf(x, self.df, self.mean[k], math.sqrt(self.scale[k, k]))
+
+    def __repr__(self) -> str:
+        return f"StudentT(dim={self.dim}, df={self.df:g})"

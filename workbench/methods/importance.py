@@ -1,0 +1,274 @@
+"""Importance sampling (self-normalised, with PSIS and resampling) and rejection sampling.
+
+Both draw from a proposal q (any object with ``logpdf`` and ``sample``: a fitted Laplace
+or VI approximation, ``wb.approximations.StudentT``, a scipy distribution) and compute the
+log ratios log w = log p'(x) - log q(x) in a Numba kernel, in the log domain, so nothing
+overflows in thousands of dimensions.
+
+Importance sampling (bayesian-inference-methods-note): with w_i = p'(x_i) / q(x_i),
+Z ~ mean(w) (log Z with a delta-method standard error sd(w) / (sqrt(n) mean(w))), and
+E_p f ~ sum w_i f(x_i) / sum w_i. Diagnostics: Kish's ESS = (sum w)^2 / sum w^2 and the
+Pareto k-hat of the weights from ArviZ's PSIS (k > 0.7: the estimate is unreliable).
+Weighted resampling (SIR) turns the weighted draws into equally weighted ones.
+
+Rejection sampling: accept x ~ q with probability p'(x) / (M q(x)). With a true envelope
+(M q >= p' everywhere) the accepted draws are exact and Z = M x acceptance rate. M is given,
+or estimated from a pilot sample as the largest ratio seen (warned: not a guarantee); a
+draw with p'(x) > M q(x) is a violation: counted, warned, and the result is approximate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import types
+from scipy.special import logsumexp
+
+from ..approximations import StudentT, check_proposal, draw_from
+from ..jit import VEC, target_kernel
+from ..metrics import kish_ess
+from ..result import Budget, Cost, Result
+from ..target import Target
+from .base import Method, chain_rngs, check_positive_int
+
+
+def _log_ratios(logp_grad, data, draws, logq, out):
+    """out[i] = log p'(x_i) - log q(x_i); NaN densities give -inf (weight 0). Returns calls made."""
+    g = np.empty(draws.shape[1])
+    for i in range(draws.shape[0]):
+        lp = logp_grad(draws[i], g, data)
+        out[i] = lp - logq[i] if lp == lp else -math.inf
+    return draws.shape[0]
+
+
+log_ratios = target_kernel(
+    lambda t: types.int64(t.logp_grad, t.data, types.float64[:, ::1], VEC, VEC), nogil=True
+)(_log_ratios)
+
+
+def compute_log_ratios(target: Target, proposal, x: np.ndarray) -> np.ndarray:
+    """log p'(x) - log q(x) for draws x (n, d), with clear errors for a bad proposal."""
+    logq = np.ascontiguousarray(np.asarray(proposal.logpdf(x), dtype=float).reshape(-1))
+    if logq.shape[0] != x.shape[0]:
+        raise ValueError(f"the proposal's logpdf returned {logq.shape[0]} values for {x.shape[0]} points")
+    if np.any(np.isnan(logq)) or np.any(logq == math.inf):
+        raise ValueError("the proposal's logpdf is NaN or +inf at some of its own draws")
+    out = np.empty(x.shape[0])
+    log_ratios.for_target(target)(target.logp_grad, target.data, x, logq, out)
+    infinite = np.isposinf(out)
+    if infinite.any():
+        raise ValueError(
+            f"{int(infinite.sum())} of {x.shape[0]} importance weights are infinite: the proposal's "
+            "logpdf is -inf where the target has mass; use a proposal with wider support (heavier tails)"
+        )
+    return out
+
+
+def log_evidence(log_w: np.ndarray) -> tuple[float, float]:
+    """(log mean w, its delta-method standard error sd(w) / (sqrt(n) mean(w)))."""
+    n = log_w.size
+    log_z = float(logsumexp(log_w) - math.log(n))
+    w = np.exp(log_w - log_w.max())
+    se = float(np.std(w, ddof=1) / (math.sqrt(n) * np.mean(w))) if n > 1 else math.inf
+    return log_z, se
+
+
+def pareto_khat(log_w: np.ndarray) -> tuple[np.ndarray, float]:
+    """(PSIS-smoothed normalised log weights, k-hat) from ArviZ (note its sign convention)."""
+    from arviz_stats.base import array_stats
+
+    finite = np.isfinite(log_w)
+    try:
+        # psislw is the LOO routine: its input is a log-likelihood, i.e. MINUS the log ratio
+        smoothed, khat = array_stats.psislw(-log_w[finite])
+    except ValueError:  # all tail values equal: the weights are equal (q == p)
+        return log_w - logsumexp(log_w), -math.inf
+    out = np.full(log_w.shape, -np.inf)
+    out[finite] = smoothed
+    khat = float(khat)
+    if math.isnan(khat) and np.ptp(log_w[finite]) < 1e-12:
+        khat = -math.inf  # equal weights have no tail at all
+    return out, khat
+
+
+def resample(log_w: np.ndarray, n: int, rng: np.random.Generator, method: str = "systematic") -> np.ndarray:
+    """Indices of ``n`` draws resampled with probabilities proportional to exp(log_w).
+
+    ``"multinomial"``: n independent categorical draws. ``"systematic"``: one uniform u,
+    points (u + k) / n against the cumulative weights; lower variance, same expectation.
+    """
+    w = np.exp(log_w - np.max(log_w))
+    cdf = np.cumsum(w / w.sum())
+    cdf[-1] = 1.0
+    if method == "multinomial":
+        return np.searchsorted(cdf, rng.random(n), side="right")
+    if method == "systematic":
+        return np.searchsorted(cdf, (rng.random() + np.arange(n)) / n, side="right")
+    raise ValueError(f"resampling method must be 'multinomial' or 'systematic', got {method!r}")
+
+
+def default_proposal(target: Target) -> StudentT:
+    """A wide default: Student-t (df = 3) around the initial point, scale 3 per coordinate."""
+    return StudentT(target.initial_point, 9.0 * np.eye(target.dim), df=3.0)
+
+
+@dataclass(frozen=True)
+class ImportanceSampling(Method):
+    """Self-normalised importance sampling with any proposal (default: a wide Student-t).
+
+    ``Result.draws`` is (1, n, d) with ``log_weights`` (PSIS-smoothed if ``psis=True``);
+    with ``resample="systematic"`` or ``"multinomial"`` it holds n equally weighted draws
+    instead (sampling-importance-resampling). ``log_z`` and ``log_z_se`` estimate the
+    evidence; ``info`` has Kish's ESS, the Pareto k-hat and the raw log weights.
+    """
+
+    proposal: Any = None
+    n: int = 4000
+    psis: bool = False
+    resample: str | None = None
+
+    def __post_init__(self):
+        check_positive_int("n", self.n)
+        if self.proposal is not None:
+            check_proposal(self.proposal)
+        if self.resample not in (None, "multinomial", "systematic"):
+            raise ValueError(f"resample must be None, 'multinomial' or 'systematic', got {self.resample!r}")
+
+    def settings(self) -> dict:
+        s = {k: v for k, v in super().settings().items() if k != "proposal"}
+        s["proposal"] = type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"
+        return s
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        rng = chain_rngs(seed, 1)[0]
+        proposal = self.proposal if self.proposal is not None else default_proposal(target)
+        n = self.n if budget.grad_evals is None else min(self.n, budget.grad_evals)
+        start = time.perf_counter()
+        x = draw_from(proposal, n, rng, target.dim)
+        log_w = compute_log_ratios(target, proposal, x)
+        if not np.isfinite(log_w).any():
+            raise ValueError(f"every importance weight is zero: the proposal misses target {target.name!r}")
+        log_z, log_z_se = log_evidence(log_w)
+        smoothed, khat = pareto_khat(log_w)
+        ess = kish_ess(np.exp(log_w - log_w.max()))
+        used = smoothed if self.psis else log_w
+        messages = []
+        if khat > 0.7:
+            messages.append(f"Pareto k-hat {khat:.2f} > 0.7: the importance weights are unreliable")
+        if self.resample is not None:
+            idx = resample(used, n, rng, self.resample)
+            draws, result_lw = x[idx][None], None
+        else:
+            draws, result_lw = x[None], used[None]
+        wall = time.perf_counter() - start
+        return Result(
+            method=self.name,
+            target=target.name,
+            draws=draws,
+            cost=Cost(grad_evals=n, logp_evals=n, wall_seconds=wall),
+            param_names=target.param_names,
+            seed=seed,
+            settings=self.settings(),
+            log_weights=result_lw,
+            log_z=log_z,
+            log_z_se=log_z_se,
+            messages=messages,
+            info={"ess": ess, "ess_fraction": ess / n, "pareto_k": khat, "log_ratios": log_w, "proposal": proposal},
+        )
+
+
+@dataclass(frozen=True)
+class RejectionSampling(Method):
+    """Rejection sampling from a proposal with envelope M q >= p'.
+
+    ``log_m``: log M, if known. Otherwise it is estimated as the largest log ratio over
+    ``pilot`` proposal draws (plus ``pilot_margin``), with a warning that this is not a
+    guarantee. Draws until ``n`` are accepted (or ``max_proposals`` are spent).
+    ``info`` reports the acceptance rate and the envelope violations seen.
+    """
+
+    proposal: Any = None
+    n: int = 1000
+    log_m: float | None = None
+    pilot: int = 10_000
+    pilot_margin: float = math.log(1.5)
+    max_proposals: int = 10_000_000
+    batch: int = 4096
+
+    def __post_init__(self):
+        if self.proposal is None:
+            raise ValueError("RejectionSampling needs a proposal with logpdf and sample")
+        check_proposal(self.proposal)
+        check_positive_int("n", self.n)
+        check_positive_int("pilot", self.pilot)
+        check_positive_int("max_proposals", self.max_proposals)
+        if self.log_m is not None and not math.isfinite(self.log_m):
+            raise ValueError(f"log_m must be finite, got {self.log_m!r}")
+
+    def settings(self) -> dict:
+        s = {k: v for k, v in super().settings().items() if k != "proposal"}
+        s["proposal"] = type(self.proposal).__name__
+        return s
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        rng = chain_rngs(seed, 1)[0]
+        start = time.perf_counter()
+        n_evals = 0
+        messages = []
+        log_m = self.log_m
+        if log_m is None:
+            x = draw_from(self.proposal, self.pilot, rng, target.dim)
+            log_m = float(np.max(compute_log_ratios(target, self.proposal, x))) + self.pilot_margin
+            n_evals += self.pilot
+            warnings.warn(
+                f"RejectionSampling: envelope log M = {log_m:.4g} estimated from {self.pilot} pilot draws; "
+                "this is not a guarantee (a violation makes the result approximate)",
+                UserWarning,
+                stacklevel=3,
+            )
+            messages.append("envelope M estimated from a pilot sample (not a guarantee)")
+        max_proposals = self.max_proposals if budget.grad_evals is None else min(self.max_proposals, budget.grad_evals)
+        accepted, proposed, violations = [], 0, 0
+        while sum(len(a) for a in accepted) < self.n and proposed < max_proposals:
+            m = min(self.batch, max_proposals - proposed)
+            x = draw_from(self.proposal, m, rng, target.dim)
+            log_w = compute_log_ratios(target, self.proposal, x)
+            proposed += m
+            violations += int(np.sum(log_w > log_m))
+            keep = np.log(rng.random(m)) < log_w - log_m
+            accepted.append(x[keep])
+        n_evals += proposed
+        draws = np.concatenate(accepted)[: self.n]
+        n_accepted = int(sum(len(a) for a in accepted))
+        rate = n_accepted / proposed
+        if violations:
+            msg = (
+                f"{violations} of {proposed} proposals had p'(x) > M q(x): the envelope is violated and "
+                "the draws are only approximately from the target"
+            )
+            warnings.warn(msg, UserWarning, stacklevel=3)
+            messages.append(msg)
+        if len(draws) < self.n:
+            messages.append(f"stopped after {proposed} proposals with {len(draws)} of {self.n} draws accepted")
+        if len(draws) == 0:
+            raise ValueError(f"no proposal accepted in {proposed} tries (acceptance rate 0): M is far too large")
+        wall = time.perf_counter() - start
+        se = math.sqrt((1 - rate) / max(n_accepted, 1))  # delta method on log(rate)
+        return Result(
+            method=self.name,
+            target=target.name,
+            draws=draws[None],
+            cost=Cost(grad_evals=n_evals, logp_evals=n_evals, wall_seconds=wall),
+            param_names=target.param_names,
+            seed=seed,
+            settings=self.settings(),
+            log_z=log_m + math.log(rate),
+            log_z_se=se,
+            messages=messages,
+            info={"acceptance_rate": rate, "violations": violations, "proposals": proposed, "log_m": log_m},
+        )
