@@ -168,6 +168,9 @@ class Target:
         How the target was built (factory name and arguments): identifies it in study caches.
     description : str
         One line for listings and reports.
+    hessian : callable ``(theta) -> ndarray (d, d)``, optional
+        The analytic Hessian of log p, from Python (used by ``Laplace`` instead of finite
+        differences of the gradient).
     """
 
     name: str
@@ -181,6 +184,7 @@ class Target:
     initial_point: np.ndarray | None = None
     spec: Mapping[str, Any] | None = None
     description: str = ""
+    hessian: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)

@@ -2,7 +2,8 @@
 
 theta* = argmax log p (SciPy's L-BFGS-B on -log p with the target's Numba gradient, from
 the initial point and ``starts`` random starts; the best is kept, all are reported);
-H = the Hessian of log p at theta* (central differences of the gradient, symmetrised);
+H = the Hessian of log p at theta* (the target's analytic ``hessian`` when it has one,
+else central differences of the gradient, symmetrised);
 q = N(theta*, (-H)^-1), and the Laplace estimate of the evidence
 
     log Z = log p(theta*) + d/2 log 2 pi - 1/2 log det(-H).
@@ -117,8 +118,13 @@ class Laplace(Method):
             optima.append({"x": res.x, "logp": -float(res.fun), "success": bool(res.success), "message": str(res.message)})
         best = max(optima, key=lambda o: o["logp"])
         mode, logp_mode = best["x"], best["logp"]
-        hess = hessian_by_differences(target, mode, self.rel_step)
-        n_grad += 2 * target.dim
+        if target.hessian is not None:  # analytic, when the target provides it
+            hess = np.asarray(target.hessian(mode), dtype=float)
+            if hess.shape != (target.dim, target.dim):
+                raise ValueError(f"target.hessian returned shape {hess.shape}, expected ({target.dim}, {target.dim})")
+        else:
+            hess = hessian_by_differences(target, mode, self.rel_step)
+            n_grad += 2 * target.dim
         neg_h = -hess + self.regularize * np.eye(target.dim)
         eig = np.linalg.eigvalsh(neg_h)
         if not eig[0] > 0:

@@ -121,6 +121,11 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
         marginal_cdf_fn=lambda k, x: stats.norm.cdf(x, m[k], s[k]),
         cov_fn=cov_fn,
     )
+    def hessian(theta):
+        """-Sigma^-1 = -D^-1 R^-1 D^-1 with R^-1 = (I - c 1 1^T) / (1 - rho) (dense: small d only)."""
+        r_inv = (np.eye(dim) - c) / (1.0 - rho)
+        return -r_inv / np.outer(s, s)
+
     kind = "isotropic" if (np.all(s == s[0]) and rho == 0) else ("correlated" if rho else "diagonal")
     name = f"gaussian_{kind}"
     return Target(
@@ -130,6 +135,7 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
         data=data,
         truth=truth,
         initial_point=m.copy(),
+        hessian=hessian,
         spec={
             "factory": "gaussian",
             "dim": dim,

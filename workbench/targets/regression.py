@@ -212,6 +212,7 @@ def linear_regression(
         extras={"noise_sd": noise_sd, "prior_sd": prior_sd},
     )
     params = np.array([1.0 / noise_sd**2, 1.0 / prior_sd**2])
+    neg_precision = -(X.T @ X / noise_sd**2 + np.eye(p) / prior_sd**2)  # constant in theta
     return Target(
         name=f"linear_regression_{dataset}",
         dim=p,
@@ -221,6 +222,7 @@ def linear_regression(
         n_data=X.shape[0],
         param_names=names,
         truth=truth,
+        hessian=lambda theta: neg_precision.copy(),
         spec={
             "factory": "linear_regression",
             "dataset": dataset,
@@ -281,6 +283,12 @@ def logistic_regression(
     if not np.all((y == 0) | (y == 1)):
         raise TargetError("logistic regression needs y in {0, 1}")
     p = X.shape[1]
+
+    def hessian(theta):
+        """-(X^T W X + I / tau^2), W = diag(s (1 - s)), s = sigmoid(X theta)."""
+        s_ = 1.0 / (1.0 + np.exp(-(X @ np.asarray(theta, dtype=float))))
+        return -((X * (s_ * (1.0 - s_))[:, None]).T @ X + np.eye(p) / prior_sd**2)
+
     return Target(
         name=f"logistic_regression_{dataset}",
         dim=p,
@@ -290,6 +298,7 @@ def logistic_regression(
         n_data=X.shape[0],
         param_names=names,
         truth=None,
+        hessian=hessian,
         spec={
             "factory": "logistic_regression",
             "dataset": dataset,
