@@ -1,0 +1,1 @@
+"""Variational inference building blocks: the nn4post mixture (``elbo``) and its fit loop (``fit``)."""
