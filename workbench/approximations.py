@@ -114,3 +114,75 @@ class StudentT(Gaussian):
 
     def __repr__(self) -> str:
         return f"StudentT(dim={self.dim}, df={self.df:g})"
+
+
+class GaussianMixture:
+    """sum_i w_i prod_alpha N(x_alpha; mu_i_alpha, s_i_alpha): the nn4post approximation (eq. 1).
+
+    ``weights`` (K,), ``means`` (K, d), ``scales`` (K, d). Its marginal over any subset of
+    coordinates is the same kind of mixture with the subset's columns (eq. 5-6): the paper's
+    transfer argument (sec. 5). ``as_target()`` turns it into a workbench Target.
+    """
+
+    def __init__(self, weights, means, scales):
+        self.weights = np.asarray(weights, dtype=float).ravel()
+        self.means = np.atleast_2d(np.asarray(means, dtype=float))
+        self.scales = np.atleast_2d(np.asarray(scales, dtype=float))
+        k = self.weights.size
+        if self.means.shape[0] != k or self.scales.shape != self.means.shape:
+            raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, scales {self.scales.shape} disagree")
+        if np.any(self.scales <= 0) or np.any(self.weights < 0):
+            raise ValueError("scales must be positive and weights non-negative")
+        self.weights = self.weights / self.weights.sum()
+
+    @property
+    def dim(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.weights @ self.means
+
+    @property
+    def cov(self) -> np.ndarray:
+        m = self.mean
+        c = -np.outer(m, m)
+        for w, mu, s in zip(self.weights, self.means, self.scales):
+            c += w * (np.diag(s**2) + np.outer(mu, mu))
+        return c
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(self.weights @ (self.scales**2 + self.means**2) - self.mean**2)
+
+    def logpdf(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        z = (x[:, None, :] - self.means) / self.scales
+        comp = -0.5 * np.sum(z * z, axis=2) - np.sum(np.log(self.scales), axis=1) - 0.5 * self.dim * math.log(2 * math.pi)
+        with np.errstate(divide="ignore"):
+            return special.logsumexp(comp + np.log(self.weights), axis=1)
+
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        rng = np.random.default_rng(rng)
+        comp = rng.choice(self.weights.size, size=n, p=self.weights)
+        return self.means[comp] + self.scales[comp] * rng.standard_normal((n, self.dim))
+
+    def marginal_pdf(self, k: int, x) -> np.ndarray:
+        """Density of coordinate k: a 1-D mixture with the same weights (eq. 6)."""
+        x = np.asarray(x, dtype=float)[..., None]
+        return np.sum(self.weights * stats.norm.pdf(x, self.means[:, k], self.scales[:, k]), axis=-1)
+
+    def marginal(self, indices) -> "GaussianMixture":
+        """The marginal over the coordinates ``indices``: the same weights, those columns (eq. 5)."""
+        idx = np.atleast_1d(np.asarray(indices, dtype=int))
+        return GaussianMixture(self.weights, self.means[:, idx], self.scales[:, idx])
+
+    def as_target(self, name: str = "mixture_approximation"):
+        """This mixture as a Target (exact truth included), e.g. a prior or target elsewhere."""
+        from .targets.mixture import gaussian_mixture
+
+        t = gaussian_mixture(self.dim, weights=np.maximum(self.weights, 1e-300), means=self.means, scales=self.scales)
+        return t.replace(name=name)
+
+    def __repr__(self) -> str:
+        return f"GaussianMixture(K={self.weights.size}, dim={self.dim})"

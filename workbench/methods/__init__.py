@@ -10,6 +10,7 @@ from .hmc import HMC, NUTS
 from .importance import ImportanceSampling, RejectionSampling
 from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
+from .nn4post import MeanFieldVI, NN4Post, VIDivergenceError
 
 __all__ = [
     "Exact",
@@ -18,8 +19,11 @@ __all__ = [
     "IndependenceMH",
     "Laplace",
     "LaplaceError",
+    "MeanFieldVI",
+    "NN4Post",
     "Method",
     "NUTS",
     "RandomWalkMH",
     "RejectionSampling",
+    "VIDivergenceError",
 ]

@@ -1,0 +1,246 @@
+"""The nn4post optimisation loop, whole in Numba: draws, loss and gradient, the paper's
+gradient modifications, the optimiser step, traces and stopping rules.
+
+Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t:
+
+1. r_t: constant ``r``, or dynamic (sec. 3.2.2): ``r_start`` until ``r_warm`` x steps, then a
+   linear ramp to 1 over ``r_ramp`` x steps, so the weights a barely move while mu and zeta
+   search, and are then fitted at full scale;
+2. eta ~ N(0, I), shape (K, S, d); the loss and its gradient (``elbo.py``), on the whole data
+   or on a mini-batch of ``batch`` rows with scale N_D / N_m (eq. 18-20; 1 when the factor is
+   dropped on purpose);
+3. the frozen-out fixes (sec. 3.2.3): "divide" multiplies component i's gradients by
+   1 / (c_i + eps); "clip" also floors c at eps in the loss (a straight-through floor, so a
+   frozen a_i gets a gradient again); "clip_a" zeroes dL/da_i when a_i < a_min =
+   ln(C_ACCURACY) + logsumexp(a) and a_i wants to decrease. Problem 1 of the paper: the
+   unfrozen a_j can still raise a_min, so "clip_a" does not bound c_i below;
+4. gauge "mean_grad" subtracts the mean of dL/da (sec. 3.2.1);
+5. Adam (default) or plain gradient descent, learning rate lr x lr_final^(t / steps);
+6. traces: ELBO estimate (-L), r_t, min c, learning rate, and the norms of the three
+   gradient blocks.
+
+Stopping: after ``steps``; when the target-gradient budget is spent; when the ELBO's
+running mean stops improving (means over windows of ``window`` steps; stop when the best
+window mean has not improved by more than tol x (1 + |best|) for ``patience`` windows;
+tol = 0 switches this off); at a non-finite loss or parameter, keeping the last finite
+parameters (status NONFINITE); or when the caller sets control[0].
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+
+from ..jit import VEC, target_kernel
+from .elbo import GAUGE_MEAN_GRAD, loss_and_gradient, loss_and_gradient_batch
+
+# integer settings
+(I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
+ I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE) = range(13)
+N_ISETTINGS = 13
+# float settings
+(F_LR, F_LR_FINAL, F_R, F_R_START, F_R_WARM, F_R_RAMP, F_EPS, F_C_ACCURACY, F_TOL, F_BATCH_SCALE,
+ F_BETA1, F_BETA2, F_ADAM_EPS) = range(13)
+N_FSETTINGS = 13
+FROZEN_NONE, FROZEN_DIVIDE, FROZEN_CLIP, FROZEN_CLIP_A = range(4)
+FROZEN_FIXES = {"none": FROZEN_NONE, "divide": FROZEN_DIVIDE, "clip": FROZEN_CLIP, "clip_a": FROZEN_CLIP_A}
+OPT_ADAM, OPT_GD = 0, 1
+OPTIMIZERS = {"adam": OPT_ADAM, "gd": OPT_GD}
+TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta")
+STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
+
+
+@njit(cache=True)
+def rescale_factor(t, steps, dynamic, r, r_start, warm, ramp):
+    """r_t: constant r, or r_start for warm x steps, then linear to 1 over ramp x steps."""
+    if not dynamic:
+        return r
+    start = warm * steps
+    length = max(ramp * steps, 1.0)
+    if t < start:
+        return r_start
+    return min(1.0, r_start + (1.0 - r_start) * (t - start) / length)
+
+
+@njit(cache=True)
+def _norm(x):
+    s = 0.0
+    for v in x:
+        s += v * v
+    return math.sqrt(s)
+
+
+def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, traces, control):
+    k = isettings[I_K]
+    d = (params.size - k) // (2 * k)
+    steps = isettings[I_STEPS]
+    n_s = isettings[I_SAMPLES]
+    gauge = isettings[I_GAUGE]
+    exact = isettings[I_EXACT] != 0
+    frozen = isettings[I_FROZEN]
+    budget = isettings[I_GRAD_BUDGET]
+    batch = isettings[I_BATCH]
+    n_data = isettings[I_N_DATA]
+    window = isettings[I_WINDOW]
+    patience = isettings[I_PATIENCE]
+    eps = fsettings[F_EPS]
+    c_floor = eps if frozen == FROZEN_CLIP else 0.0
+    tol = fsettings[F_TOL]
+    beta1 = fsettings[F_BETA1]
+    beta2 = fsettings[F_BETA2]
+
+    a = params[:k]
+    mu = params[k : k + k * d].reshape((k, d))
+    zeta = params[k + k * d :].reshape((k, d))
+    grads = np.zeros(params.size)
+    grad_a = grads[:k]
+    grad_mu = grads[k : k + k * d].reshape((k, d))
+    grad_zeta = grads[k + k * d :].reshape((k, d))
+    m1 = np.zeros(params.size)
+    m2 = np.zeros(params.size)
+    previous = params.copy()
+    eta = np.empty((k, n_s, d))
+    work = np.zeros((3, d))
+    c = np.zeros(k)
+    log_c = np.zeros(k)
+    log_n = np.zeros(k)
+    sigma = np.zeros((k, d))
+    log_sigma = np.zeros((k, d))
+    dsigma = np.zeros((k, d))
+    grad_c = np.zeros(k)
+    grad_sigma = np.zeros((k, d))
+    perm = np.arange(max(n_data, 1))
+
+    n_grad = 0
+    status = STATUS_STEPS
+    done = 0
+    best = -math.inf
+    window_sum = 0.0
+    stale = 0
+    for t in range(steps):
+        if control[0] != 0:
+            status = STATUS_STOPPED
+            break
+        if budget >= 0 and n_grad >= budget:
+            status = STATUS_BUDGET
+            break
+        r = rescale_factor(t, steps, isettings[I_DYNAMIC_R] != 0, fsettings[F_R], fsettings[F_R_START],
+                           fsettings[F_R_WARM], fsettings[F_R_RAMP])
+        for i in range(k):
+            for s in range(n_s):
+                for j in range(d):
+                    eta[i, s, j] = rng.standard_normal()
+        if batch > 0:
+            for j in range(batch):  # partial Fisher-Yates: batch rows without replacement
+                pick = j + int(rng.random() * (n_data - j))
+                tmp = perm[j]
+                perm[j] = perm[pick]
+                perm[pick] = tmp
+            loss, n, bad = loss_and_gradient_batch(
+                logp_grad_batch, data, perm[:batch], fsettings[F_BATCH_SCALE], a, mu, zeta, eta, r, gauge,
+                c_floor, exact, work, c, log_c, log_n, sigma, log_sigma, dsigma, grad_c, grad_sigma,
+                grad_a, grad_mu, grad_zeta,
+            )
+        else:
+            loss, n, bad = loss_and_gradient(
+                logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact, work, c, log_c, log_n,
+                sigma, log_sigma, dsigma, grad_c, grad_sigma, grad_a, grad_mu, grad_zeta,
+            )
+        n_grad += n
+        if bad or not math.isfinite(loss):
+            status = STATUS_NONFINITE
+            break
+        # the paper's redefinitions of the gradient (sec. 3.2)
+        if frozen == FROZEN_DIVIDE or frozen == FROZEN_CLIP:
+            for i in range(k):
+                f = 1.0 / (c[i] + eps)
+                grad_a[i] *= f
+                for j in range(d):
+                    grad_mu[i, j] *= f
+                    grad_zeta[i, j] *= f
+        elif frozen == FROZEN_CLIP_A:
+            m = -math.inf
+            for i in range(k):
+                m = max(m, a[i])
+            total = 0.0
+            for i in range(k):
+                total += math.exp(a[i] - m)
+            a_min = math.log(fsettings[F_C_ACCURACY]) + m + math.log(total)
+            for i in range(k):
+                if a[i] < a_min and grad_a[i] > 0.0:
+                    grad_a[i] = 0.0
+        if gauge == GAUGE_MEAN_GRAD:
+            mean = 0.0
+            for i in range(k):
+                mean += grad_a[i]
+            mean /= k
+            for i in range(k):
+                grad_a[i] -= mean
+        lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
+        for p in range(params.size):
+            previous[p] = params[p]
+        if isettings[I_OPTIMIZER] == OPT_ADAM:
+            bias1 = 1.0 - beta1 ** (t + 1)
+            bias2 = 1.0 - beta2 ** (t + 1)
+            for p in range(params.size):
+                m1[p] = beta1 * m1[p] + (1.0 - beta1) * grads[p]
+                m2[p] = beta2 * m2[p] + (1.0 - beta2) * grads[p] * grads[p]
+                params[p] -= lr * (m1[p] / bias1) / (math.sqrt(m2[p] / bias2) + fsettings[F_ADAM_EPS])
+        else:
+            for p in range(params.size):
+                params[p] -= lr * grads[p]
+        finite = True
+        for p in range(params.size):
+            if not math.isfinite(params[p]):
+                finite = False
+        if not finite:
+            for p in range(params.size):
+                params[p] = previous[p]
+            status = STATUS_NONFINITE
+            break
+        min_c = c[0]
+        for i in range(k):
+            min_c = min(min_c, c[i])
+        traces[t, 0] = -loss
+        traces[t, 1] = r
+        traces[t, 2] = min_c
+        traces[t, 3] = lr
+        traces[t, 4] = _norm(grad_a)
+        traces[t, 5] = _norm(grads[k : k + k * d])
+        traces[t, 6] = _norm(grads[k + k * d :])
+        done = t + 1
+        control[1] = done
+        if tol > 0.0 and window > 0:
+            window_sum += -loss
+            if done % window == 0:
+                mean = window_sum / window
+                window_sum = 0.0
+                if mean > best + tol * (1.0 + abs(best if math.isfinite(best) else mean)):
+                    best = mean
+                    stale = 0
+                else:
+                    stale += 1
+                    if stale >= patience:
+                        status = STATUS_CONVERGED
+                        break
+    return done, n_grad, status, 0.0
+
+
+fit_kernel = target_kernel(
+    lambda t: types.Tuple((types.int64, types.int64, types.int64, types.float64))(
+        t.logp_grad, t.logp_grad_batch, t.data, VEC,
+        types.NumPyRandomGeneratorType("NumPyRandomGeneratorType"),
+        types.int64[::1], VEC, types.float64[:, ::1], types.int64[::1],
+    ),
+    nogil=True,
+)(_fit)
+
+
+@njit(cache=True)
+def no_batch_form(theta, grad_out, data, rows, scale):
+    """Stands in for logp_grad_batch on targets without one (never called: batch = 0)."""
+    for i in range(theta.size):
+        grad_out[i] = 0.0
+    return math.nan
