@@ -1,0 +1,152 @@
+"""nn4post mixture VI: the hand-derived gradient, known optima, the paper's fixes, mini-batches."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+import workbench as wb
+from workbench.approximations import GaussianMixture
+from workbench.vi import elbo as E
+
+from . import user_functions as uf
+
+
+def _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact):
+    w = E.workspace(*mu.shape)
+    loss, _, _ = E.loss_and_gradient(
+        t.logp_grad, t.data, a, mu, zeta, eta, r, gauge, 0.0, exact, w["work"], w["c"], w["log_c"],
+        w["log_n"], w["sigma"], w["log_sigma"], w["dsigma"], w["grad_c"], w["grad_sigma"],
+        w["grad_a"], w["grad_mu"], w["grad_zeta"],
+    )
+    return loss, (w["grad_a"].copy(), w["grad_mu"].copy(), w["grad_zeta"].copy())
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("d", [1, 5])
+@pytest.mark.parametrize(
+    "gauge, r, exact",
+    [(E.GAUGE_FIX_C, 1.0, True), (E.GAUGE_NONE, 1.0, True), (E.GAUGE_FIX_C, 0.6, True), (E.GAUGE_FIX_C, 1.0, False)],
+    ids=["fix_c", "no_gauge", "r=0.6", "lower_bound"],
+)
+def test_hand_derived_gradient_matches_finite_differences_of_the_mc_loss(k, d, gauge, r, exact):
+    """Common random numbers: the same eta in every evaluation, so the loss is a smooth function."""
+    t = wb.targets.gaussian_mixture(d, n_components=2, seed=1)
+    rng = np.random.default_rng(k * 10 + d)
+    a, mu, zeta = rng.normal(size=k), rng.normal(size=(k, d)), 0.3 * rng.normal(size=(k, d))
+    eta = rng.normal(size=(k, 4, d))
+    _, grads = _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact)
+    h = 1e-6
+    for arr, g in zip((a, mu, zeta), grads):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + h
+            up = _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact)[0]
+            arr[idx] = old - h
+            down = _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact)[0]
+            arr[idx] = old
+            fd = (up - down) / (2 * h)
+            assert abs(fd - g[idx]) < 1e-6 * max(1.0, abs(fd)), (idx, fd, g[idx])
+
+
+def test_mean_field_converges_to_the_known_optimum_on_a_correlated_gaussian():
+    """KL(q||p) for a Gaussian p: means exact, variances 1 / (Sigma^-1)_jj."""
+    t = wb.targets.gaussian(3, scales=[1.0, 2.0, 0.5], correlation=0.6)
+    res = wb.methods.MeanFieldVI(steps=6000, samples=20, learning_rate=0.02, lr_final=0.01, converge_tol=0).run(t, seed=0)
+    optimum = 1.0 / np.diag(np.linalg.inv(t.truth.cov))
+    q = res.approximation
+    assert np.all(np.abs(q.means[0] - t.truth.mean) < 0.05 * np.sqrt(optimum))
+    np.testing.assert_allclose(q.scales[0] ** 2, optimum, rtol=0.05)
+    assert res.cost.grad_evals == 6000 * 20  # N_c x samples per step
+
+
+def _by_peak(q, truth):
+    mu_t, s_t = truth.extras["component_means"], truth.extras["component_scales"]
+    nearest = np.argmin(((q.means[:, None, :] - mu_t[None]) ** 2).sum(-1), axis=1)
+    weights = np.array([q.weights[nearest == k].sum() for k in range(len(mu_t))])
+    big = q.weights > 0.02
+    mean_err = np.max(np.abs(q.means[big] - mu_t[nearest[big]]) / s_t[nearest[big]])
+    scale_err = np.max(np.abs(q.scales[big] / s_t[nearest[big]] - 1))
+    return weights, mean_err, scale_err
+
+
+def test_mixture_recovers_separated_peaks_and_one_component_lands_on_one():
+    m = wb.targets.gaussian_mixture(2, weights=[0.2, 0.3, 0.5], means=[-4.0, 0.0, 4.0], scales=[0.8, 1.0, 1.2])
+    res = wb.methods.NN4Post(
+        n_components=5, steps=4000, init_range=6 * math.sqrt(2), lr_final=0.02, learning_rate=0.1,
+        frozen_fix="clip", converge_tol=0,
+    ).run(m, seed=1)
+    weights, mean_err, scale_err = _by_peak(res.approximation, m.truth)
+    np.testing.assert_allclose(weights, [0.2, 0.3, 0.5], atol=0.05)
+    assert mean_err < 0.1 and scale_err < 0.1
+    one = wb.methods.MeanFieldVI(steps=3000, init_range=6.0, converge_tol=0).run(m, seed=0)
+    dist = np.linalg.norm(one.approximation.means[0] - m.truth.extras["component_means"], axis=1)
+    assert dist.min() < 0.3 and np.sort(dist)[1] > 3  # on one peak, far from the others
+
+
+def test_frozen_out_fix_revives_a_component_started_at_weight_1e_20():
+    m = wb.targets.gaussian_mixture(2, weights=[0.4, 0.6], means=[-4.0, 4.0], scales=1.0)
+    common = dict(n_components=2, steps=3000, init_weights=[1.0, 1e-20], init_range=5.0, converge_tol=0)
+    frozen = wb.methods.NN4Post(frozen_fix="none", **common).run(m, seed=3)
+    fixed = wb.methods.NN4Post(frozen_fix="clip", **common).run(m, seed=3)
+    assert frozen.approximation.weights.min() < 1e-6
+    assert np.sort(fixed.approximation.weights) == pytest.approx([0.4, 0.6], abs=0.05)
+
+
+@pytest.mark.parametrize("factor, expected_ratio", [(True, 1.0), (False, math.sqrt(10))])
+def test_mini_batches_need_the_n_d_over_n_m_factor(factor, expected_ratio):
+    t = wb.targets.linear_regression(n_data=200, dim=3, noise_sd=1.0, prior_sd=10.0, seed=0)
+    res = wb.methods.MeanFieldVI(
+        steps=6000, batch_size=20, batch_factor=factor, learning_rate=0.01, lr_final=0.05, converge_tol=0
+    ).run(t, seed=0)
+    mean_field_sd = np.sqrt(1.0 / np.diag(np.linalg.inv(t.truth.cov)))
+    np.testing.assert_allclose(res.approximation.scales[0] / mean_field_sd, expected_ratio, rtol=0.1)
+
+
+def test_analytic_marginals_integrate_to_one_match_draws_and_subset():
+    q = GaussianMixture([0.2, 0.8], [[-2.0, 1.0, 0.0], [3.0, -1.0, 2.0]], [[0.5, 1.0, 2.0], [1.5, 0.3, 1.0]])
+    x = q.sample(200_000, 0)
+    for k in range(3):
+        assert integrate.quad(lambda v: q.marginal_pdf(k, v), -30, 30, limit=200)[0] == pytest.approx(1.0, abs=1e-8)
+        hist, edges = np.histogram(x[:, k], bins=40, density=True)
+        mid = 0.5 * (edges[1:] + edges[:-1])
+        assert np.max(np.abs(hist - q.marginal_pdf(k, mid))) < 0.02
+    sub = q.marginal([0, 2])
+    np.testing.assert_allclose(sub.logpdf(x[:5, [0, 2]]), np.log([
+        np.sum(q.weights * np.prod(np.exp(-0.5 * ((p - q.means[:, [0, 2]]) / q.scales[:, [0, 2]]) ** 2)
+                                   / (np.sqrt(2 * np.pi) * q.scales[:, [0, 2]]), axis=1)) for p in x[:5, [0, 2]]
+    ]))
+    target = sub.as_target()  # the transfer argument: a marginal reused as a target
+    assert wb.check_gradient(target).max_rel_error < 1e-6 and target.dim == 2
+
+
+def test_traces_and_results():
+    res = wb.methods.NN4Post(n_components=2, steps=300, converge_tol=0).run(wb.targets.gaussian(2), seed=0)
+    for name in ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta"):
+        assert res.stats[name].shape == (300,)
+    assert res.draws.shape == (1, 1000, 2) and "optimization" in res.to_arviz().children
+    assert res.log_z <= wb.targets.gaussian(2).truth.log_z + 0.05  # the ELBO bounds log Z from below
+
+
+def test_nan_stops_with_the_iteration_and_keeps_the_last_finite_parameters():
+    t = wb.Target.from_numba(uf.exploding, dim=1, name="exploding")
+    with pytest.raises(wb.methods.VIDivergenceError, match="iteration") as err:
+        wb.methods.MeanFieldVI(steps=5000, learning_rate=0.1, init_range=0.1, converge_tol=0).run(t, seed=0)
+    assert err.value.iteration > 0 and np.all(np.isfinite(err.value.result.approximation.means))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: wb.methods.NN4Post(n_components=0), "n_components must be an integer >= 1"),
+        (lambda: wb.methods.NN4Post(learning_rate=0.0), "learning_rate must be > 0"),
+        (lambda: wb.methods.NN4Post(samples=0), "samples must be an integer >= 1"),
+        (lambda: wb.methods.NN4Post(gauge="other"), "gauge must be one of"),
+        (lambda: wb.methods.MeanFieldVI(n_components=2), "exactly one component"),
+        (lambda: wb.methods.NN4Post(batch_size=10).run(wb.targets.gaussian(2), seed=0), "mini-batch form"),
+    ],
+)
+def test_bad_settings_are_named(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
