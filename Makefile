@@ -1,13 +1,14 @@
 # The newcomer's commands:
 #   make test     set up .venv (if missing or out of date) and run the whole test suite
 #   make test-fast   the same without the slow statistical checks
+#   make clean-cache drop Numba's compiled caches (after editing the library)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test test-fast check-python clean
+.PHONY: test test-fast check-python clean clean-cache
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' || { \
@@ -30,6 +31,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-clean:
+# Numba's on-disk caches live in __pycache__; they go stale when a helper in another file changes
+clean-cache:
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+clean: clean-cache
 	rm -rf $(VENV) .pytest_cache build *.egg-info
-	find . -name __pycache__ -type d -prune -exec rm -rf {} +

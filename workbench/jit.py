@@ -22,7 +22,7 @@ so a call can never silently fall back to a specialised (uncached) compile.
 
 A trap when editing: Numba invalidates a cached kernel only when *its own* file changes.
 After editing a helper in another file (say ``mcmc/integrators.py``), kernels that use it
-(``mcmc/chains.py``) still load the old code: run ``make clean`` (it deletes the
+(``mcmc/chains.py``) still load the old code: run ``make clean-cache`` (it deletes the
 ``__pycache__`` folders with the caches). Installed packages and CI start clean.
 """
 

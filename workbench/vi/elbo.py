@@ -159,6 +159,16 @@ def finish_gradient(a, r, c, log_sigma, sigma, dsigma, exact_entropy, grad_c, gr
     return extra
 
 
+@njit(cache=True)
+def begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma):
+    """Weights and scales for this step's parameters; gradients zeroed."""
+    mixture_weights(a, r, gauge, c_floor, c, log_c)
+    scales(zeta, sigma, log_sigma, dsigma)
+    grad_c[:] = 0.0
+    grad_mu[:, :] = 0.0
+    grad_sigma[:, :] = 0.0
+
+
 @njit(cache=True, **NO_NRT)
 def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact_entropy,
                       work, c, log_c, log_n, sigma, log_sigma, dsigma, grad_c, grad_sigma,
@@ -170,11 +180,7 @@ def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exac
     """
     k, n_s, d = eta.shape
     theta, g_p, g_q = work[0], work[1], work[2]
-    mixture_weights(a, r, gauge, c_floor, c, log_c)
-    scales(zeta, sigma, log_sigma, dsigma)
-    grad_c[:] = 0.0
-    grad_mu[:, :] = 0.0
-    grad_sigma[:, :] = 0.0
+    begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
@@ -200,11 +206,7 @@ def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta
     """As :func:`loss_and_gradient` with the mini-batch form scale x loglik(rows) + log prior (eq. 19-20)."""
     k, n_s, d = eta.shape
     theta, g_p, g_q = work[0], work[1], work[2]
-    mixture_weights(a, r, gauge, c_floor, c, log_c)
-    scales(zeta, sigma, log_sigma, dsigma)
-    grad_c[:] = 0.0
-    grad_mu[:, :] = 0.0
-    grad_sigma[:, :] = 0.0
+    begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
