@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
 
 import workbench as wb
 from workbench.mcmc.timing import seconds_per_gradient

@@ -1,7 +1,6 @@
 """Importance sampling, resampling, rejection sampling and the Laplace approximation."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -202,3 +201,20 @@ def test_log_weights_do_not_overflow_in_thousands_of_dimensions():
     res = wb.methods.ImportanceSampling(proposal=prop, n=500).run(t, seed=0)
     assert np.all(np.isfinite(res.log_weights))
     assert abs(res.log_z - t.truth.log_z) < 4 * res.log_z_se + 1e-6
+
+
+def test_a_vi_fit_corrected_by_importance_sampling_in_one_line():
+    t = wb.targets.gaussian(2, scales=[1.0, 2.0], correlation=0.8)  # mean-field VI underestimates sds here
+    vi = wb.methods.MeanFieldVI(steps=2000, converge_tol=0).run(t, seed=0)
+    corrected = wb.methods.ImportanceSampling(proposal=vi.approximation, n=20_000).run(t, seed=1)
+    before = wb.metrics.evaluate(vi, t)["sd_err_max"]
+    after = wb.metrics.evaluate(corrected, t)["sd_err_max"]
+    assert before > 0.2 and after < before / 2
+
+
+def test_the_wide_default_proposal_works_without_settings():
+    t = wb.targets.gaussian(2)
+    res = wb.methods.ImportanceSampling(n=20_000).run(t, seed=0)
+    assert res.settings["proposal"].startswith("default")
+    assert abs(res.log_z - t.truth.log_z) < 4 * res.log_z_se
+    assert wb.metrics.evaluate(res, t)["mean_err_max"] < 0.1

@@ -224,6 +224,8 @@ def test_arviz_energy_and_rank_plots_work_on_sampler_output(tmp_path):
 
 def test_ctrl_c_keeps_the_draws_made_so_far():
     t = wb.targets.gaussian(200, scales="logspace")
+    # compile (or load) the kernel first: the interrupt must land in sampling, not in compiling
+    wb.methods.NUTS(chains=1, warmup=5, draws=5, progress=False).run(t, seed=0)
     method = wb.methods.NUTS(chains=2, warmup=200, draws=1_000_000, progress=False)
     timer = threading.Timer(3.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
 from ..jit import VEC, target_kernel
 from .mass_adaptation import (

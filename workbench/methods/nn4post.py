@@ -22,9 +22,6 @@ from ..vi.elbo import GAUGES
 from ._sampling import run_chains
 from .base import Method, chain_rngs, check_positive_int
 
-_SOFTPLUS_INV_LN2 = 0.0  # softplus(0) = ln 2: the paper's initial scale
-
-
 class VIDivergenceError(WorkbenchError, FloatingPointError):
     """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
     holds the fit with the last finite parameters (nothing is lost)."""
@@ -161,7 +158,7 @@ class NN4Post(Method):
             if self.batch_size > target.n_data:
                 raise ValueError(f"batch_size={self.batch_size} exceeds the target's {target.n_data} data rows")
         rng = chain_rngs(seed, 1)[0]
-        k, d = self.n_components, target.dim
+        k = self.n_components
         steps = budget.steps if budget.steps is not None else self.steps
         params = self._initial_parameters(target, rng)
         start = time.perf_counter()
