@@ -62,12 +62,24 @@ def test_mean_field_converges_to_the_known_optimum_on_a_correlated_gaussian():
 
 
 def _by_peak(q, truth):
+    """Each peak's weight, mean and sd as q represents it: the components nearest a peak are
+    pooled (two components may share one peak), and the pooled mean and sd are compared
+    with the peak's in units of its sd. Returns (weights, max mean error / sd, max |sd ratio - 1|)."""
     mu_t, s_t = truth.extras["component_means"], truth.extras["component_scales"]
     nearest = np.argmin(((q.means[:, None, :] - mu_t[None]) ** 2).sum(-1), axis=1)
-    weights = np.array([q.weights[nearest == k].sum() for k in range(len(mu_t))])
-    big = q.weights > 0.02
-    mean_err = np.max(np.abs(q.means[big] - mu_t[nearest[big]]) / s_t[nearest[big]])
-    scale_err = np.max(np.abs(q.scales[big] / s_t[nearest[big]] - 1))
+    weights = np.zeros(len(mu_t))
+    mean_err = scale_err = 0.0
+    for k in range(len(mu_t)):
+        w = q.weights[nearest == k]
+        weights[k] = w.sum()
+        if weights[k] < 0.02:
+            continue
+        w = w / w.sum()
+        m, s = q.means[nearest == k], q.scales[nearest == k]
+        pooled_mean = w @ m
+        pooled_sd = np.sqrt(w @ (s**2 + m**2) - pooled_mean**2)
+        mean_err = max(mean_err, np.max(np.abs(pooled_mean - mu_t[k]) / s_t[k]))
+        scale_err = max(scale_err, np.max(np.abs(pooled_sd / s_t[k] - 1)))
     return weights, mean_err, scale_err
 
 
@@ -83,6 +95,105 @@ def test_mixture_recovers_separated_peaks_and_one_component_lands_on_one():
     one = wb.methods.MeanFieldVI(steps=3000, init_range=6.0, converge_tol=0).run(m, seed=0)
     dist = np.linalg.norm(one.approximation.means[0] - m.truth.extras["component_means"], axis=1)
     assert dist.min() < 0.3 and np.sort(dist)[1] > 3  # on one peak, far from the others
+
+
+@pytest.mark.slow
+def test_mixture_recovers_three_peaks_in_ten_dimensions_with_restarts():
+    """In 10-d a single random start often misses a peak (sec. 7.1.1); restarts ranked by the
+    ELBO find all three, and -ELBO = KL(q || p) (the target is normalised) comes out near 0."""
+    m = wb.targets.gaussian_mixture(10, weights=[0.2, 0.3, 0.5], means=[-2.0, 0.0, 2.0], scales=[0.8, 1.0, 1.2])
+    res = wb.methods.NN4Post(
+        n_components=5, restarts=6, steps=4000, learning_rate=0.1, lr_final=0.02, frozen_fix="clip", converge_tol=0
+    ).run(m, seed=0)
+    weights, mean_err, scale_err = _by_peak(res.approximation, m.truth)
+    np.testing.assert_allclose(weights, [0.2, 0.3, 0.5], atol=0.05)
+    assert mean_err < 0.1 and scale_err < 0.1
+    assert -res.log_z < 0.02
+    # the kept restart is the best, and a restart that missed the lightest peak lost about -log(0.8)
+    elbos = res.info["restart_elbos"]
+    assert res.log_z == pytest.approx(max(elbos)) and res.info["best_restart"] == int(np.argmax(elbos))
+    assert any(abs(e - math.log(0.8)) < 0.02 for e in elbos)
+    assert res.cost.grad_evals == 6 * 4000 * 5 * 10
+
+
+def test_restarts_split_a_gradient_budget_and_sum_the_cost():
+    t = wb.targets.gaussian(2)
+    res = wb.methods.NN4Post(n_components=2, restarts=3, steps=10_000, converge_tol=0).run(t, seed=0, grad_budget=6000)
+    assert res.cost.grad_evals == 6000  # 3 x 2,000; each restart stops at its share
+    assert res.stats["elbo"].shape == (100,)  # 2,000 / (2 components x 10 samples)
+    assert len(res.info["restart_elbos"]) == 3
+
+
+def test_clip_a_stops_the_fading_a_but_not_its_weight_problem_1():
+    """A component started far from the only peak fades. clip_a zeroes dL/da_i once a_i is
+    below a_min = ln(C_ACCURACY) + logsumexp(a), so a_i stops falling; but the other a_j keep
+    rising, which raises a_min and lowers c_i anyway: the paper's Problem 1 (sec. 3.2.3)."""
+    t = wb.targets.gaussian(2)
+    start = GaussianMixture([0.5, 0.5], [[0.0, 0.0], [30.0, 30.0]], np.ones((2, 2)))
+    common = dict(n_components=2, steps=2000, init_from=start, converge_tol=0, optimizer="gd", learning_rate=0.01)
+    plain = wb.methods.NN4Post(frozen_fix="none", **common).run(t, seed=0)
+    clipped = wb.methods.NN4Post(frozen_fix="clip_a", c_accuracy=1e-3, **common).run(t, seed=0)
+    a_plain, a_clip = plain.info["params"][:2], clipped.info["params"][:2]
+    assert a_plain.sum() == pytest.approx(0.0, abs=1e-9)  # plain GD on a softmax keeps sum(a)
+    assert a_clip[1] > a_plain[1] + 1.0  # the fading a_1 was stopped ...
+    assert a_clip[0] > a_plain[0] + 0.5  # ... while a_0 kept rising (Problem 1)
+    assert clipped.stats["min_c"][-1] < 1e-3  # so c_1 still fell below C_ACCURACY
+
+
+def test_mean_grad_gauge_recovers_the_peaks_like_fix_c():
+    m = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0], scales=1.0)
+    common = dict(n_components=2, steps=3000, init_range=5.0, converge_tol=0, lr_final=0.05)
+    for gauge in ("mean_grad", "fix_c", "none"):
+        res = wb.methods.NN4Post(gauge=gauge, **common).run(m, seed=0)
+        weights, _, _ = _by_peak(res.approximation, m.truth)
+        np.testing.assert_allclose(weights, [0.3, 0.7], atol=0.03, err_msg=gauge)
+
+
+def test_dynamic_r_schedule_is_recorded_and_holds_the_weights_while_small():
+    m = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0], scales=1.0)
+    res = wb.methods.NN4Post(
+        n_components=2, steps=1000, rescale="dynamic", r_start=0.01, r_warm=0.3, r_ramp=0.2, init_range=5.0,
+        converge_tol=0,
+    ).run(m, seed=0)
+    r = res.stats["r"]
+    np.testing.assert_allclose(r[:300], 0.01)
+    np.testing.assert_allclose(r[300:500], 0.01 + 0.99 * np.arange(200) / 200)
+    np.testing.assert_allclose(r[500:], 1.0)
+    # while r is small, the weights stay near their start (1/2 each), under Adam too
+    assert np.all(np.abs(res.stats["min_c"][:300] - 0.5) < 0.02)
+    weights, _, _ = _by_peak(res.approximation, m.truth)
+    np.testing.assert_allclose(weights, [0.3, 0.7], atol=0.05)
+
+
+def test_init_from_a_laplace_fit_and_warm_start_from_a_mixture():
+    t = wb.targets.gaussian(3, scales=[1.0, 2.0, 0.5])
+    lap = wb.methods.Laplace().run(t, seed=0)
+    tiny = dict(steps=1, learning_rate=1e-9, converge_tol=0)
+    one = wb.methods.MeanFieldVI(init_from=lap, **tiny).run(t, seed=0).approximation
+    np.testing.assert_allclose(one.means[0], lap.approximation.mean, atol=1e-6)
+    np.testing.assert_allclose(one.scales[0], np.sqrt(np.diag(lap.approximation.cov)), rtol=1e-6)
+    # several components: centred on the Laplace mean, spread by its sds
+    three = wb.methods.NN4Post(n_components=3, init_from=lap, **tiny).run(t, seed=0).approximation
+    z = (three.means - lap.approximation.mean) / np.sqrt(np.diag(lap.approximation.cov))
+    assert np.all(np.abs(z) < 4) and np.std(z) > 0.3
+    # a mixture of the same size is a warm start: weights, means and scales carried over
+    start = GaussianMixture([0.2, 0.3, 0.5], np.arange(9.0).reshape(3, 3), np.full((3, 3), 0.7))
+    warm = wb.methods.NN4Post(n_components=3, init_from=start, **tiny).run(t, seed=0).approximation
+    np.testing.assert_allclose(warm.weights, start.weights, atol=1e-6)
+    np.testing.assert_allclose(warm.means, start.means, atol=1e-6)
+    np.testing.assert_allclose(warm.scales, start.scales, rtol=1e-6)
+    with pytest.raises(ValueError, match="init_from"):
+        wb.methods.NN4Post(n_components=3, init_from=start, **tiny).run(wb.targets.gaussian(2), seed=0)
+
+
+def test_early_stopping_when_the_elbo_stops_improving():
+    t = wb.targets.gaussian(2)
+    stopped = wb.methods.MeanFieldVI(steps=20_000, converge_window=100, converge_patience=3).run(t, seed=0)
+    assert stopped.info["steps"] < 20_000 and stopped.info["steps"] % 100 == 0
+    assert any("stopped improving" in m for m in stopped.messages)
+    assert abs(stopped.log_z - t.truth.log_z) < 0.05  # stopped near the optimum, not early
+    full = wb.methods.MeanFieldVI(steps=3000, converge_tol=0).run(t, seed=0)
+    assert full.info["steps"] == 3000 and not full.messages
 
 
 def test_frozen_out_fix_revives_a_component_started_at_weight_1e_20():
@@ -144,6 +255,7 @@ def test_nan_stops_with_the_iteration_and_keeps_the_last_finite_parameters():
         (lambda: wb.methods.NN4Post(samples=0), "samples must be an integer >= 1"),
         (lambda: wb.methods.NN4Post(gauge="other"), "gauge must be one of"),
         (lambda: wb.methods.MeanFieldVI(n_components=2), "exactly one component"),
+        (lambda: wb.methods.NN4Post(restarts=0), "restarts must be an integer >= 1"),
         (lambda: wb.methods.NN4Post(batch_size=10).run(wb.targets.gaussian(2), seed=0), "mini-batch form"),
     ],
 )

@@ -173,6 +173,8 @@ def evaluate(
     row["n_draws"] = x.shape[0]
     for key in ("grad_evals", "logp_evals", "wall_seconds", "compile_seconds"):
         row[key] = getattr(result.cost, key)
+    if x.shape[0] == 0:  # e.g. a budget spent in warmup: nothing to score, every metric NaN
+        return row
 
     truth = target.truth
     if reference is None:

@@ -58,9 +58,15 @@ class NN4Post(Method):
     init_range : half-width of the uniform box for the initial means around the target's
         initial point; None gives sqrt(d) (the sec. 7.1.1 scaling). ``init_scale``: initial sds
         (ln 2, i.e. zeta = 0, by default). ``init_from``: a fitted Laplace result (or any
-        object with ``mean`` and ``cov``) to centre the components on.
+        object with ``mean`` and ``cov``) to centre the components on, jittered by its sds;
+        or a ``GaussianMixture`` (or a result holding one) with ``n_components`` components,
+        whose weights, means and scales are the start (a warm start).
     converge_window, converge_patience, converge_tol : the early-stopping rule (see
         ``workbench/vi/fit.py``); tol = 0 switches it off.
+    restarts : independent fits from different random starts, run in parallel, keeping the
+        one with the best final ELBO. Fitting is a search problem (sec. 7.1.1): a start may
+        miss a peak, and the missed peak lowers the ELBO by about -log(1 - its weight), so the
+        ELBO picks the better fit. A gradient budget is split equally; the cost is the sum.
     draws, chains : draws from q returned as ``Result.draws``.
     """
 
@@ -89,6 +95,7 @@ class NN4Post(Method):
     converge_window: int = 200
     converge_patience: int = 5
     converge_tol: float = 1e-4
+    restarts: int = 1
     draws: int = 1000
     chains: int = 1
     progress: bool | None = None
@@ -99,6 +106,7 @@ class NN4Post(Method):
         check_positive_int("samples", self.samples)
         check_positive_int("draws", self.draws)
         check_positive_int("chains", self.chains)
+        check_positive_int("restarts", self.restarts)
         if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if not (0 < self.lr_final <= 1):
@@ -136,8 +144,16 @@ class NN4Post(Method):
             a -= a.mean()
         else:
             a = np.zeros(k)
-        if self.init_from is not None:
-            approx = getattr(self.init_from, "approximation", self.init_from)
+        approx = None if self.init_from is None else getattr(self.init_from, "approximation", self.init_from)
+        if isinstance(approx, GaussianMixture) and len(approx.weights) == k:
+            # warm start from an earlier fit (or any mixture of the same size, sec. 5)
+            if approx.means.shape != (k, d):
+                raise ValueError(f"init_from: a mixture of shape {approx.means.shape}, expected {(k, d)}")
+            a = np.log(np.maximum(approx.weights, 1e-300))
+            a -= a.mean()
+            mu = np.array(approx.means, dtype=float)
+            zeta = _softplus_inv(approx.scales)
+        elif approx is not None:
             centre = np.asarray(approx.mean, dtype=float)
             sd = np.sqrt(np.diag(np.asarray(approx.cov, dtype=float)))
             mu = centre + (sd * rng.standard_normal((k, d)) if k > 1 else 0.0)
@@ -157,10 +173,10 @@ class NN4Post(Method):
                 )
             if self.batch_size > target.n_data:
                 raise ValueError(f"batch_size={self.batch_size} exceeds the target's {target.n_data} data rows")
-        rng = chain_rngs(seed, 1)[0]
-        k = self.n_components
+        rngs = chain_rngs(seed, self.restarts)
+        k, n_fits = self.n_components, self.restarts
         steps = budget.steps if budget.steps is not None else self.steps
-        params = self._initial_parameters(target, rng)
+        params = [self._initial_parameters(target, rng) for rng in rngs]
         start = time.perf_counter()
         kernel = F.fit_kernel.for_target(target)
         batch_fn = target.logp_grad_batch
@@ -179,7 +195,7 @@ class NN4Post(Method):
         isettings[F.I_EXACT] = int(self.entropy == "exact")
         isettings[F.I_FROZEN] = F.FROZEN_FIXES[self.frozen_fix]
         isettings[F.I_OPTIMIZER] = F.OPTIMIZERS[self.optimizer]
-        isettings[F.I_GRAD_BUDGET] = -1 if budget.grad_evals is None else budget.grad_evals
+        isettings[F.I_GRAD_BUDGET] = -1 if budget.grad_evals is None else budget.grad_evals // n_fits
         isettings[F.I_BATCH] = self.batch_size or 0
         isettings[F.I_N_DATA] = target.n_data or 0
         isettings[F.I_DYNAMIC_R] = int(self.rescale == "dynamic")
@@ -198,17 +214,25 @@ class NN4Post(Method):
         if self.batch_size:
             fsettings[F.F_BATCH_SCALE] = target.n_data / self.batch_size if self.batch_factor else 1.0
         fsettings[F.F_BETA1], fsettings[F.F_BETA2], fsettings[F.F_ADAM_EPS] = 0.9, 0.999, 1e-8
-        traces = np.zeros((steps, len(F.TRACE_NAMES)))
-        controls = np.zeros((1, 2), dtype=np.int64)
+        traces = np.zeros((n_fits, steps, len(F.TRACE_NAMES)))
+        controls = np.zeros((n_fits, 2), dtype=np.int64)
 
-        def run_one(_):
-            return kernel(target.logp_grad, batch_fn, target.data, params, rng, isettings, fsettings, traces, controls[0])
+        def run_one(i):
+            return kernel(
+                target.logp_grad, batch_fn, target.data, params[i], rngs[i], isettings, fsettings, traces[i], controls[i]
+            )
 
         start = time.perf_counter()
-        (outputs,), interrupted = run_chains(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
+        outputs, interrupted = run_chains(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         wall = time.perf_counter() - start
-        done, n_grad, status, _ = outputs
-        result = self._result(target, seed, params, traces[:done], n_grad, wall, compile_seconds, status, rng)
+        best = self._best_fit(outputs, traces)
+        done, _, status, _ = outputs[best]
+        n_grad = sum(int(out[1]) for out in outputs)
+        result = self._result(target, seed, params[best], traces[best, :done], n_grad, wall, compile_seconds, status, rngs[best])
+        if n_fits > 1:
+            result.info["restart_elbos"] = [self._final_elbo(traces[i, : out[0]]) for i, out in enumerate(outputs)]
+            result.info["best_restart"] = best
+            result.messages.append(f"kept restart {best} of {n_fits} (best final ELBO)")
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(
                 f"{self.name}: the loss or a parameter became NaN or infinite at iteration {done}; "
@@ -217,6 +241,20 @@ class NN4Post(Method):
                 result,
             )
         return result
+
+    def _final_elbo(self, trace) -> float:
+        """Mean ELBO over the last window: the number restarts are ranked by."""
+        elbo = trace[-min(len(trace), max(self.converge_window, 1)) :, 0]
+        return float(np.mean(elbo)) if len(elbo) else -math.inf
+
+    def _best_fit(self, outputs, traces) -> int:
+        """The restart with the best final ELBO; a fit that diverged ranks last."""
+        scores = [
+            -math.inf if out[2] == F.STATUS_NONFINITE else self._final_elbo(traces[i, : out[0]])
+            for i, out in enumerate(outputs)
+        ]
+        finite = [s if math.isfinite(s) else -math.inf for s in scores]
+        return int(np.argmax(finite)) if any(math.isfinite(s) for s in finite) else 0
 
     def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng) -> Result:
         k, d = self.n_components, target.dim

@@ -5,7 +5,10 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
 
 1. r_t: constant ``r``, or dynamic (sec. 3.2.2): ``r_start`` until ``r_warm`` x steps, then a
    linear ramp to 1 over ``r_ramp`` x steps, so the weights a barely move while mu and zeta
-   search, and are then fitted at full scale;
+   search, and are then fitted at full scale. Plain gradient descent gets this from dL/da
+   being proportional to r; Adam divides out a gradient's scale, so under Adam the step of a
+   is multiplied by r_t (otherwise a disperses at full speed while r is small and the ramp
+   then amplifies the dispersal: the very problem r is meant to prevent);
 2. eta ~ N(0, I), shape (K, S, d); the loss and its gradient (``elbo.py``), on the whole data
    or on a mini-batch of ``batch`` rows with scale N_D / N_m (eq. 18-20; 1 when the factor is
    dropped on purpose);
@@ -78,6 +81,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
     steps = isettings[I_STEPS]
     n_s = isettings[I_SAMPLES]
     gauge = isettings[I_GAUGE]
+    dynamic_r = isettings[I_DYNAMIC_R] != 0
     exact = isettings[I_EXACT] != 0
     frozen = isettings[I_FROZEN]
     budget = isettings[I_GRAD_BUDGET]
@@ -126,7 +130,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
         if budget >= 0 and n_grad >= budget:
             status = STATUS_BUDGET
             break
-        r = rescale_factor(t, steps, isettings[I_DYNAMIC_R] != 0, fsettings[F_R], fsettings[F_R_START],
+        r = rescale_factor(t, steps, dynamic_r, fsettings[F_R], fsettings[F_R_START],
                            fsettings[F_R_WARM], fsettings[F_R_RAMP])
         for i in range(k):
             for s in range(n_s):
@@ -187,7 +191,10 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
             for p in range(params.size):
                 m1[p] = beta1 * m1[p] + (1.0 - beta1) * grads[p]
                 m2[p] = beta2 * m2[p] + (1.0 - beta2) * grads[p] * grads[p]
-                params[p] -= lr * (m1[p] / bias1) / (math.sqrt(m2[p] / bias2) + fsettings[F_ADAM_EPS])
+                step = lr * (m1[p] / bias1) / (math.sqrt(m2[p] / bias2) + fsettings[F_ADAM_EPS])
+                if dynamic_r and p < k:
+                    step *= r  # Adam ignores the gradient's scale r; keep a still while r is small
+                params[p] -= step
         else:
             for p in range(params.size):
                 params[p] -= lr * grads[p]
