@@ -1,4 +1,5 @@
 # The newcomer's commands:
+#   make report   set up .venv (if missing or out of date), run the quick studies, write reports/index.html
 #   make test     set up .venv (if missing or out of date) and run the whole test suite
 #   make test-fast   the same without the slow statistical checks
 #   make clean-cache drop Numba's compiled caches (after editing the library)
@@ -7,8 +8,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# the studies `make report` runs (quick mode), in report order
+REPORT_STUDIES ?= accuracy performance
+REPORT_ARGS ?= --quick
 
-.PHONY: test test-fast check-python clean clean-cache
+.PHONY: report test test-fast check-python clean clean-cache
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' || { \
@@ -24,6 +28,10 @@ $(PY): | check-python
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
+
+report: $(STAMP)
+	@for s in $(REPORT_STUDIES); do $(PY) -m workbench study $$s $(REPORT_ARGS) || exit 1; done
+	@echo "open reports/index.html"
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

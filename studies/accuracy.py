@@ -1,0 +1,144 @@
+"""Accuracy at equal cost: every method on every built-in target, at several gradient budgets.
+
+Each cell runs one method on one target with a budget of gradient evaluations and scores
+the draws against the truth (or a long NUTS reference where there is none): the error of
+the mean and sd in units of the true sd, the marginal Wasserstein-1 distance, the joint
+(sliced) Wasserstein distance, the log-evidence error and the wall time. ``Exact`` (i.i.d.
+draws from the exact sampler) is the floor: the error that is pure Monte Carlo noise.
+Laplace ignores the budget (it costs what its optimisation costs).
+
+    python studies/accuracy.py [--quick] [--executor local|serial|dask] [--scheduler tcp://...]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from workbench.study import Cell, Figure, Page, Study, main_for
+from workbench.study import figures as F
+
+TARGETS = [
+    ("gaussian d=10", {"factory": "gaussian", "dim": 10, "scales": "logspace"}),
+    ("mixture d=2", {"factory": "gaussian_mixture", "dim": 2, "n_components": 3, "seed": 0}),
+    ("funnel d=5", {"factory": "funnel", "dim": 5}),
+    ("banana d=2", {"factory": "banana", "dim": 2}),
+    ("linear regression", {"factory": "linear_regression", "dataset": "diabetes"}),
+    ("logistic regression", {"factory": "logistic_regression", "dataset": "breast_cancer"}),
+    ("BNN", {"factory": "bnn", "n_data": 40, "widths": [5]}),
+]
+EXACT_TARGETS = ("gaussian d=10", "mixture d=2", "funnel d=5", "banana d=2", "linear regression")
+CHAINS = 2
+
+
+def methods_for(budget: int) -> list[tuple[str, dict, int | None]]:
+    """(label, method spec, grad_budget). Samplers get a warmup that fits the budget and more
+    draws than it allows, so the budget decides where they stop."""
+    per_chain = budget // CHAINS
+    quiet = {"progress": False}
+    return [
+        ("RWM", {"method": "RandomWalkMH", "chains": CHAINS, "warmup": per_chain // 4, "draws": per_chain, **quiet}, budget),
+        ("HMC", {"method": "HMC", "chains": CHAINS, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        ("NUTS", {"method": "NUTS", "chains": CHAINS, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        ("IS", {"method": "ImportanceSampling", "n": budget}, budget),
+        ("MeanFieldVI", {"method": "MeanFieldVI", "steps": budget // 10, "draws": 2000, **quiet}, budget),
+        ("NN4Post", {"method": "NN4Post", "n_components": 3, "steps": budget // 30, "draws": 2000, **quiet}, budget),
+    ]
+
+
+def grid(quick: bool) -> list[Cell]:
+    budgets = (10_000, 100_000) if quick else (1_000, 10_000, 100_000, 1_000_000)
+    seeds = (0,) if quick else (0, 1, 2)
+    cells = []
+    for label, spec in TARGETS:
+        for seed in seeds:
+            if label in EXACT_TARGETS:
+                cells.append(Cell(spec, {"method": "Exact", "chains": CHAINS, "draws": 2000}, seed,
+                                  labels={"target": label, "method": "Exact"}))
+            cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={"target": label, "method": "Laplace"}))
+            for budget in budgets:
+                for name, method, grad_budget in methods_for(budget):
+                    cells.append(Cell(spec, method, seed, grad_budget, labels={"target": label, "method": name}))
+    return cells
+
+
+def _finding(table: pd.DataFrame) -> str:
+    ok = table[(table["status"] == "ok") & table["grad_budget"].notna()]
+    top = ok[ok["grad_budget"] == ok["grad_budget"].max()]
+    wins = top.loc[top.groupby("target")["w1_mean"].idxmin()]
+    counts = wins["method"].value_counts()
+    budget = int(top["grad_budget"].max())
+    best = ", ".join(f"{m} on {n}" for m, n in counts.items())
+    nuts = top[top["method"] == "NUTS"].set_index("target")["w1_mean"]
+    exact = table[table["method"] == "Exact"].groupby("target")["w1_mean"].median()
+    both = nuts.index.intersection(exact.index)
+    ratio = float(np.median(nuts[both] / exact[both])) if len(both) else math.nan
+    return (
+        f"At {budget:,} gradient evaluations the smallest mean marginal Wasserstein error is reached by "
+        f"{best} target(s) (of {top['target'].nunique()}); NUTS's error is {ratio:.1f}x that of exact i.i.d. "
+        f"draws (median over the targets with an exact sampler)."
+    )
+
+
+def report(run, folder) -> Page:
+    table = run.table
+    figures = [
+        Figure(F.error_vs_cost(table, "w1_mean", folder, "w1_vs_cost.png", "mean marginal W1"),
+               "Mean marginal Wasserstein-1 distance (sd units) against gradient evaluations spent, median over seeds, "
+               "per target (log-log). The dashed line is Exact (i.i.d. draws from the truth: the Monte Carlo floor); "
+               "Laplace is a single point at the cost of its optimisation."),
+        Figure(F.error_vs_cost(table, "mean_err_max", folder, "mean_err_vs_cost.png", "max |mean error| / sd"),
+               "Largest error of a coordinate's mean in units of its true sd, against gradient evaluations."),
+    ]
+    top = table["grad_budget"].max()
+    for label in ("mixture d=2", "banana d=2", "funnel d=5", "logistic regression"):
+        idx = [i for i, c in enumerate(run.cells) if c.labels["target"] == label and c.seed == run.cells[0].seed
+               and (c.grad_budget in (None, top)) and table.loc[i, "status"] == "ok"]
+        if not idx:
+            continue
+        ref = None
+        if run.references and table.loc[idx[0], "truth"] != "exact":
+            ref = run.cache_reference(run.cells[idx[0]].target)
+        stem = label.replace(" ", "_").replace("=", "")
+        figures.append(Figure(F.marginal_densities(run, idx, folder, f"{stem}_marginals.png", reference=ref),
+                              f"{label}: marginals of the first two coordinates, each method at the largest budget "
+                              f"({int(top):,} gradients); the black line is the {'exact marginal' if ref is None else 'long-NUTS reference (dashed)'}."))
+        figures.append(Figure(F.forest(run, idx, folder, f"{stem}_forest.png"),
+                              f"{label}: 89% intervals of the first two coordinates per method (ArviZ forest plot)."))
+    for label in ("funnel d=5", "gaussian d=10"):
+        i = next((i for i, c in enumerate(run.cells) if c.labels["target"] == label and c.labels["method"] == "NUTS"
+                  and c.grad_budget == top and table.loc[i, "status"] == "ok"), None)
+        if i is not None:
+            stem = label.replace(" ", "_").replace("=", "")
+            for f in F.rank_and_energy(run, i, folder, f"{stem}_nuts"):
+                kind = "rank plot (uniform ranks = chains agree)" if f.endswith("rank.png") else "energy plot (E-BFMI per chain)"
+                figures.append(Figure(f, f"{label}, NUTS at {int(top):,} gradients: ArviZ {kind}."))
+    cols = ["target", "method", "seed", "grad_budget", "grad_evals", "n_draws", "mean_err_max", "sd_err_max",
+            "w1_mean", "sliced_w1", "log_z_err", "wall_seconds", "truth"]
+    summary = (table[table["status"] == "ok"].groupby(["target", "method", "grad_budget"], dropna=False, sort=False)
+               [["grad_evals", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1", "log_z_err", "wall_seconds"]]
+               .median().reset_index())
+    return Page(
+        finding=_finding(table),
+        figures=figures,
+        tables=[("Median over seeds", summary), ("Every cell", table[cols])],
+        notes=["Errors are in units of the true (or reference) sd. W1 = Wasserstein-1 of each marginal, averaged over "
+               "coordinates; sliced_w1 = the joint discrepancy (sliced Wasserstein on standardised coordinates). "
+               "log_z_err is for methods that estimate the evidence (IS, Laplace, the ELBO of VI is a lower bound)."],
+    )
+
+
+STUDY = Study(
+    name="accuracy",
+    title="Accuracy at equal cost: every method on every target",
+    grid=grid,
+    report=report,
+    description=__doc__.split("\n\n")[1].replace("\n", " "),
+)
+
+main = main_for(STUDY)
+
+if __name__ == "__main__":
+    raise SystemExit(main())

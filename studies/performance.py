@@ -1,0 +1,104 @@
+"""Performance: effective sample size per second and per 1,000 gradients, and overhead.
+
+Each method runs with its default-like settings (no budget) on targets from cheap
+(a Gaussian, where the method's own bookkeeping shows) to expensive (regressions, a BNN,
+where the target's gradient dominates). Reported per cell: bulk and tail ESS (the minimum
+over coordinates; warmup gradients count in the cost), ESS per second of sampling, ESS
+per 1,000 gradient evaluations, and the overhead ratio = wall time / (gradient evaluations
+x the time of one ``logp_grad`` call measured in the same worker). An overhead near 1
+means the method costs what its gradients cost. For VI, Laplace and IS the draws are
+independent, so their ESS says how many draws were asked for, not how good they are:
+the accuracy study says that. Samplers run one chain, so a worker process uses one core and
+the wall time is not shared between threads.
+
+    python studies/performance.py [--quick] [--executor local|serial|dask]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from workbench.study import Cell, Figure, Page, Study, main_for
+from workbench.study import figures as F
+
+
+def grid(quick: bool) -> list[Cell]:
+    targets = [
+        ("gaussian d=100", {"factory": "gaussian", "dim": 100, "scales": "logspace"}),
+        ("banana d=2", {"factory": "banana", "dim": 2}),
+        ("logistic regression", {"factory": "logistic_regression", "dataset": "breast_cancer"}),
+    ]
+    if not quick:
+        targets += [
+            ("funnel d=10", {"factory": "funnel", "dim": 10}),
+            ("BNN", {"factory": "bnn", "n_data": 40, "widths": [5]}),
+            ("gaussian d=1000", {"factory": "gaussian", "dim": 1000, "scales": "logspace"}),
+        ]
+    n = 500 if quick else 2000
+    quiet = {"progress": False}
+    methods = [
+        ("RWM", {"method": "RandomWalkMH", "chains": 1, "warmup": 10 * n, "draws": 10 * n, **quiet}),
+        ("HMC", {"method": "HMC", "chains": 1, "warmup": n, "draws": n, **quiet}),
+        ("NUTS", {"method": "NUTS", "chains": 1, "warmup": n, "draws": n, **quiet}),
+        ("IS", {"method": "ImportanceSampling", "n": 10 * n}),
+        ("Laplace", {"method": "Laplace", "draws": 2 * n}),
+        ("MeanFieldVI", {"method": "MeanFieldVI", "steps": 4 * n, "draws": 2 * n, "converge_tol": 0, **quiet}),
+        ("NN4Post", {"method": "NN4Post", "n_components": 5, "steps": 4 * n, "draws": 2 * n, "converge_tol": 0, **quiet}),
+    ]
+    seeds = (0,) if quick else (0, 1)
+    return [
+        Cell(spec, method, seed, labels={"target": t, "method": m}, timing=True)
+        for t, spec in targets
+        for m, method in methods
+        for seed in seeds
+    ]
+
+
+def _finding(table: pd.DataFrame) -> str:
+    ok = table[table["status"] == "ok"]
+    med = ok.groupby(["target", "method"])[["ess_per_1k_grad", "overhead"]].median()
+    parts = []
+    for target in ("gaussian d=100", "logistic regression"):
+        if target not in med.index.get_level_values(0):
+            continue
+        m = med.loc[target]
+        samplers = [s for s in ("NUTS", "HMC", "RWM") if s in m.index]
+        ess = ", ".join(f"{s} {m.loc[s, 'ess_per_1k_grad']:.3g}" for s in samplers)
+        over = ", ".join(f"{s} {m.loc[s, 'overhead']:.2g}" for s in samplers)
+        parts.append(f"on {target}, bulk ESS per 1,000 gradients: {ess}; overhead: {over}")
+    return "Among the samplers, " + "; ".join(parts) + " (overhead = wall time / (gradients x one gradient's time))."
+
+
+def report(run, folder) -> Page:
+    table = run.table
+    figures = [
+        Figure(F.bars(table, "ess_per_1k_grad", folder, "ess_per_1k_grad.png", "min bulk ESS per 1,000 gradients"),
+               "Minimum bulk ESS over coordinates per 1,000 gradient evaluations (warmup included), median over seeds."),
+        Figure(F.bars(table, "ess_per_second", folder, "ess_per_second.png", "min bulk ESS per second"),
+               "Minimum bulk ESS per second of sampling (compile time excluded)."),
+        Figure(F.bars(table, "overhead", folder, "overhead.png", "wall / (gradients x one gradient)", log=True),
+               "Overhead ratio: wall time over the time its gradient evaluations alone would take. 1 = the method "
+               "costs exactly its gradients; cheap targets expose the method's own work."),
+    ]
+    cols = ["target", "method", "seed", "grad_evals", "wall_seconds", "ess_bulk_min", "ess_tail_min", "ess_per_second",
+            "ess_per_1k_grad", "grad_seconds", "overhead", "r_hat_max", "w1_mean"]
+    summary = (table[table["status"] == "ok"].groupby(["target", "method"], sort=False)
+               [["grad_evals", "ess_bulk_min", "ess_per_second", "ess_per_1k_grad", "overhead", "r_hat_max"]]
+               .median().reset_index())
+    return Page(finding=_finding(table), figures=figures,
+                tables=[("Median over seeds", summary), ("Every cell", table[cols])])
+
+
+STUDY = Study(
+    name="performance",
+    title="Performance: ESS per second, per 1,000 gradients, and overhead",
+    grid=grid,
+    report=report,
+    description=__doc__.split("\n\n")[1].replace("\n", " "),
+)
+
+main = main_for(STUDY)
+
+if __name__ == "__main__":
+    raise SystemExit(main())

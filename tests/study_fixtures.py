@@ -1,0 +1,38 @@
+"""A tiny study for the runner's tests: also written to a studies/ folder for the CLI tests."""
+
+from __future__ import annotations
+
+from workbench.study import Cell, Figure, Page, Study
+from workbench.study import figures as F
+
+GAUSS = {"factory": "gaussian", "dim": 2}
+QUIET = {"progress": False}
+
+
+def tiny_grid(quick: bool) -> list[Cell]:
+    methods = [
+        ("Exact", {"method": "Exact", "chains": 2, "draws": 200}, None),
+        ("NUTS", {"method": "NUTS", "chains": 2, "warmup": 100, "draws": 200, **QUIET}, None),
+        ("MeanFieldVI", {"method": "MeanFieldVI", "steps": 200, "draws": 200, **QUIET}, 4000),
+    ]
+    seeds = (0, 1) if quick else (0, 1, 2)
+    return [Cell(GAUSS, spec, seed, budget, labels={"method": name}) for name, spec, budget in methods for seed in seeds]
+
+
+def tiny_report(run, folder) -> Page:
+    fig = F.bars(run.table, "w1_mean", folder, "w1.png", "mean W1")
+    return Page(finding=f"{len(run.table)} cells ran.", figures=[Figure(fig, "W1 per method")],
+                tables=[("cells", run.table[["method", "seed", "w1_mean"]])])
+
+
+TINY = Study(name="tiny", title="A tiny study", grid=tiny_grid, report=tiny_report)
+
+STUDY_FILE = '''"""A tiny study (written by the tests)."""
+import sys
+sys.path.insert(0, {tests_parent!r})
+from tests.study_fixtures import TINY as STUDY
+from workbench.study import main_for
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(STUDY)())
+'''

@@ -1,0 +1,225 @@
+"""The study runner: executors (serial, local pool, a real Dask LocalCluster), the cache and
+resuming, failing cells, report pages and the CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import workbench.study.runner as runner_module
+from workbench import cli
+from workbench.study import Cell, Study, load_study, render_index, run_and_report, run_study
+
+from .study_fixtures import GAUSS, STUDY_FILE, TINY
+
+REPO = Path(__file__).resolve().parents[1]
+# columns that depend only on the seeds (not on timing)
+DETERMINISTIC = ["method", "seed", "status", "grad_evals", "n_draws", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1"]
+
+
+def _same_numbers(a: pd.DataFrame, b: pd.DataFrame):
+    pd.testing.assert_frame_equal(a[DETERMINISTIC].reset_index(drop=True), b[DETERMINISTIC].reset_index(drop=True))
+
+
+def test_serial_local_and_dask_give_the_same_table(tmp_path):
+    serial = run_study(TINY, quick=True, executor="serial", out=tmp_path / "s", progress=False)
+    assert serial.computed == 6 and serial.failed == 0
+    assert (serial.table["status"] == "ok").all() and (serial.table["truth"] == "exact").all()
+    local = run_study(TINY, quick=True, executor="local", workers=2, out=tmp_path / "l", progress=False)
+    _same_numbers(serial.table, local.table)
+    dask = run_study(TINY, quick=True, executor="dask", workers=2, out=tmp_path / "d", progress=False)
+    assert dask.executor.startswith("Dask LocalCluster")
+    _same_numbers(serial.table, dask.table)
+    # the table on disk is the table returned
+    _same_numbers(serial.table, pd.read_csv(tmp_path / "s" / "tiny" / "table.csv"))
+
+
+def test_an_interrupted_study_resumes_computing_only_the_missing_cells(tmp_path, monkeypatch):
+    def stop_after_two(i, entry):
+        if stop_after_two.n == 1:
+            raise KeyboardInterrupt
+        stop_after_two.n += 1
+
+    stop_after_two.n = 0
+    with pytest.raises(KeyboardInterrupt):
+        run_study(TINY, quick=True, executor="serial", out=tmp_path, progress=False, on_cell_done=stop_after_two)
+    calls = []
+    real = runner_module.run_cell
+    monkeypatch.setattr(runner_module, "run_cell", lambda *a: calls.append(a[0]) or real(*a))
+    resumed = run_study(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
+    assert (resumed.cached, resumed.computed, len(calls)) == (2, 4, 4)
+    again = run_study(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
+    assert (again.cached, again.computed, len(calls)) == (6, 0, 4)
+    _same_numbers(resumed.table, again.table)
+    fresh = run_study(TINY, quick=True, executor="serial", out=tmp_path, progress=False, fresh=True)
+    assert fresh.computed == 6 and len(calls) == 10
+
+
+def test_a_study_killed_by_sigkill_loses_nothing_already_computed(tmp_path):
+    """A real kill -9 of `workbench study` mid-way; the rerun computes only what is missing."""
+    studies = tmp_path / "studies"
+    studies.mkdir()
+    (studies / "tiny.py").write_text(STUDY_FILE.format(tests_parent=str(REPO)))
+    env = {**os.environ, "WORKBENCH_STUDIES": str(studies)}
+    out = tmp_path / "reports"
+    cmd = [sys.executable, "-m", "workbench", "study", "tiny", "--executor", "serial", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cache = out / ".cache" / "tiny"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(cache.glob("*.json"))) < 2 and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(cache.glob("*.json")))
+    assert 1 <= done_before < 9, "the study should have been killed part-way"
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"{9 - done_before} computed, {done_before} cached" in result.stdout
+
+
+def test_a_failing_cell_is_recorded_and_the_others_complete(tmp_path):
+    def grid(quick):
+        good = TINY.grid(quick)[:2]
+        bad_target = Cell({"factory": "gaussian", "dim": -1}, {"method": "Exact"}, 0, labels={"method": "Exact"})
+        bad_method = Cell(GAUSS, {"method": "NUTS", "target_accept": 1.5}, 0, labels={"method": "NUTS"})
+        no_draws = Cell({"factory": "funnel", "dim": 5}, {"method": "NUTS", "warmup": 1000, "progress": False}, 0, 100,
+                        labels={"method": "NUTS"})
+        return good + [bad_target, bad_method, no_draws]
+
+    run = run_study(replace(TINY, grid=grid), executor="serial", out=tmp_path, progress=False)
+    t = run.table
+    assert list(t["status"]) == ["ok", "ok", "error", "error", "failed"]
+    assert "dim must be an integer" in t.loc[2, "error"] and "target_accept" in t.loc[3, "error"]
+    assert "no draws within the budget" in t.loc[4, "error"]
+    assert run.failed == 3 and np.isfinite(t.loc[:1, "w1_mean"]).all()
+    # failures are cached too: a rerun does not retry them (use --fresh for that)
+    assert run_study(replace(TINY, grid=grid), executor="serial", out=tmp_path, progress=False).computed == 0
+
+
+def test_targets_without_truth_get_a_cached_reference_posterior(tmp_path):
+    spec = {"factory": "logistic_regression", "dataset": "synthetic", "n_data": 50, "dim": 2}
+    ref = {"method": "NUTS", "chains": 2, "warmup": 300, "draws": 1000, "progress": False}
+
+    def grid(quick):
+        return [Cell(spec, {"method": "Laplace", "draws": 1000}, 0, labels={"method": "Laplace"}),
+                Cell(spec, {"method": "NUTS", "chains": 2, "warmup": 200, "draws": 300, "progress": False}, 1,
+                     labels={"method": "NUTS"})]
+
+    study = Study(name="ref", title="ref", grid=grid, reference_method=ref)
+    run = run_study(study, executor="serial", out=tmp_path, progress=False)
+    assert (run.table["truth"] == "reference (long NUTS)").all() and (run.table["status"] == "ok").all()
+    assert np.isfinite(run.table["w1_mean"]).all() and np.isfinite(run.table["mean_err_max"]).all()
+    (info,) = run.references.values()
+    assert info["n_draws"] == 2000 and info["r_hat_max"] < 1.05
+    assert run.cache_reference(spec).shape == (2000, 2)
+
+
+def _html_images(path: Path) -> list[str]:
+    import re
+
+    return re.findall(r"<img src='([^']+)'", path.read_text())
+
+
+def _is_png(path: Path) -> bool:
+    from PIL import Image
+
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            return False
+    with Image.open(path) as im:
+        im.verify()
+    return True
+
+
+def test_a_report_page_and_the_index(tmp_path):
+    run, page = run_and_report(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
+    images = _html_images(page)
+    assert images == ["w1.png"] and all(_is_png(page.parent / i) for i in images)
+    text = page.read_text()
+    for needle in ("6 cells ran.", "Versions:", "python studies/tiny.py --quick", "numba", "Settings", "0, 1"):
+        assert needle in text
+    index = (tmp_path / "index.html").read_text()
+    assert "href='tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
+
+
+@pytest.mark.slow
+def test_the_quick_reports_render(tmp_path):
+    """`make report` in small: every quick study runs, every image exists and is a valid PNG,
+    every table has its columns, and the index links every study."""
+    from workbench.study import available_studies
+
+    names = list(available_studies())
+    assert {"accuracy", "performance"} <= set(names)
+    for name in names:
+        run, page = run_and_report(load_study(name), quick=True, out=tmp_path, progress=False)
+        images = _html_images(page)
+        assert len(images) >= 3, name
+        for image in images:
+            assert _is_png(page.parent / image), (name, image)
+        assert "Finding." in page.read_text()
+        columns = set(run.table.columns)
+        assert {"target", "method", "seed", "status", "grad_evals", "w1_mean", "mean_err_max", "ess_bulk_min"} <= columns
+        assert (run.table["status"] == "ok").mean() > 0.9, run.table[run.table["status"] != "ok"][["target", "method", "error"]]
+    index = render_index(tmp_path).read_text()
+    for name in names:
+        assert f"href='{name}/index.html'" in index
+    perf = pd.read_csv(tmp_path / "performance" / "table.csv")
+    assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
+    assert (perf["overhead"].dropna() > 0.5).all()
+
+
+def _cli(args, capsys):
+    code = cli.main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_list_and_errors(tmp_path, capsys):
+    code, out, _ = _cli(["list"], capsys)
+    assert code == 0
+    for needle in ("gaussian_mixture", "NUTS", "NN4Post", "accuracy", "performance"):
+        assert needle in out
+    code, _, err = _cli(["study", "nosuch"], capsys)
+    assert code == 2 and "unknown study 'nosuch'" in err and "accuracy" in err
+    for bad, message in [(["--workers", "0"], "--workers must be >= 1"), (["--scheduler", "localhost"], "tcp://host:8786"),
+                         (["--executor", "spark"], "invalid choice")]:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["study", "accuracy", *bad])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["report"])
+    assert "report needs a study NAME or --all" in capsys.readouterr().err
+    code, _, err = _cli(["report", "accuracy", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "nothing cached for study 'accuracy'" in err
+
+
+def test_cli_runs_a_study_and_re_renders_it_without_running(tmp_path):
+    studies = tmp_path / "studies"
+    studies.mkdir()
+    (studies / "tiny.py").write_text(STUDY_FILE.format(tests_parent=str(REPO)))
+    env = {**os.environ, "WORKBENCH_STUDIES": str(studies)}
+    out = tmp_path / "reports"
+    run = subprocess.run([sys.executable, "-m", "workbench", "study", "tiny", "--quick", "--executor", "serial",
+                          "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "6 computed, 0 cached, 0 failed" in run.stdout, run.stderr
+    again = subprocess.run([sys.executable, "-m", "workbench", "report", "tiny", "--quick", "--out", str(out)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "re-rendered" in again.stdout and "not computed" not in again.stdout
+    full = subprocess.run([sys.executable, "-m", "workbench", "report", "tiny", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert "3 cells not computed yet" in full.stdout  # the full grid has a third seed
+    # the study file runs as a plain script too, and a bad argument exits 2 without a traceback
+    script = subprocess.run([sys.executable, str(studies / "tiny.py"), "--quick", "--workers", "0"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert script.returncode == 2 and "Traceback" not in script.stderr and "--workers must be >= 1" in script.stderr
+    bad = subprocess.run([sys.executable, "-m", "workbench", "study", "nosuch"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "unknown study" in bad.stderr

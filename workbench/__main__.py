@@ -1,0 +1,7 @@
+"""``python -m workbench``: the same as the ``workbench`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

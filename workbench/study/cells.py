@@ -1,0 +1,183 @@
+"""One cell of a study: a target spec, a method spec, a seed and a budget, and the function
+that runs it (in a worker process or on a Dask worker) and returns one table row.
+
+Specs are plain JSON-able dicts, so cells pickle cheaply, hash stably, and a worker
+rebuilds the target itself (compiled kernels come from Numba's on-disk cache):
+
+    target spec  {"factory": "gaussian", "dim": 10, "scales": "logspace"}
+                 -> wb.targets.gaussian(dim=10, scales="logspace")
+    method spec  {"method": "NUTS", "chains": 2, "warmup": 500}
+                 -> wb.methods.NUTS(chains=2, warmup=500)
+
+Workers never touch the cache: they return the row and a few small arrays (the draws of
+the first coordinates, thinned, for the figures) and the client writes them. So a Dask
+cluster needs no shared file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .. import metrics
+
+# draws kept per chain for the figures (the table's metrics use all draws)
+KEEP_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run: ``method.run(target, seed=seed, grad_budget=grad_budget)`` then ``evaluate``.
+
+    ``labels`` are extra table columns (a display name, the budget level, ...): they are not
+    part of the cache key. ``timing`` adds the time of one ``logp_grad`` call and the
+    overhead ratio wall / (gradient evaluations x that time). ``keep`` coordinates of the
+    draws are kept for the figures.
+    """
+
+    target: dict
+    method: dict
+    seed: int = 0
+    grad_budget: int | None = None
+    labels: dict = field(default_factory=dict)
+    timing: bool = False
+    keep: int = 2
+
+    def key_fields(self, version: str) -> dict:
+        return {
+            "target": self.target,
+            "method": self.method,
+            "seed": self.seed,
+            "grad_budget": self.grad_budget,
+            "timing": self.timing,
+            "keep": self.keep,
+            "version": version,
+        }
+
+
+def spec_hash(fields: dict) -> str:
+    """A stable 16-hex-digit hash of a JSON-able dict (key order does not matter)."""
+    text = json.dumps(fields, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def target_label(spec: dict) -> str:
+    """A short readable name for a target spec: gaussian(dim=10, scales=logspace)."""
+    args = ", ".join(f"{k}={v}" for k, v in spec.items() if k != "factory")
+    return f"{spec['factory']}({args})"
+
+
+@lru_cache(maxsize=64)
+def _target_from_json(text: str):
+    from .. import targets
+
+    spec = json.loads(text)
+    factory = spec.pop("factory")
+    if factory not in targets.available():
+        raise ValueError(f"unknown target {factory!r}; built-in targets: {sorted(targets.available())}")
+    return getattr(targets, factory)(**spec)
+
+
+def build_target(spec: dict):
+    """The target a spec describes (cached per process: building a BNN target loads data)."""
+    return _target_from_json(json.dumps(spec, sort_keys=True))
+
+
+def build_method(spec: dict):
+    """The method a spec describes: {"method": "NUTS", **settings}."""
+    from .. import methods
+
+    settings = dict(spec)
+    name = settings.pop("method")
+    cls = getattr(methods, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, methods.Method)):
+        raise ValueError(f"unknown method {name!r}; methods: {sorted(methods_available())}")
+    return cls(**settings)
+
+
+def methods_available() -> list[str]:
+    from .. import methods
+
+    return [n for n in methods.__all__ if isinstance(getattr(methods, n), type) and issubclass(getattr(methods, n), methods.Method) and n != "Method"]
+
+
+def _thin(draws: np.ndarray, keep: int) -> np.ndarray:
+    n = draws.shape[1]
+    idx = np.linspace(0, n - 1, min(n, KEEP_DRAWS)).astype(int) if n else np.zeros(0, int)
+    return np.ascontiguousarray(draws[:, idx, :keep])
+
+
+def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
+    """Run one cell. Never raises: a failure comes back as ``{"status": "error", ...}``.
+
+    Returns {"status", "error", "row": metrics and costs, "arrays": small arrays for figures}.
+    """
+    start = time.perf_counter()
+    try:
+        target = build_target(cell.target)
+        method = build_method(cell.method)
+        result = method.run(target, seed=cell.seed, grad_budget=cell.grad_budget)
+        row = metrics.evaluate(result, target, reference=reference, seed=cell.seed)
+        if cell.timing:
+            from ..mcmc.timing import seconds_per_gradient
+
+            t_grad = seconds_per_gradient(target, min_seconds=0.02)
+            row["grad_seconds"] = t_grad
+            row["overhead"] = result.cost.wall_seconds / (result.cost.grad_evals * t_grad) if result.cost.grad_evals else math.nan
+        row["messages"] = " | ".join(result.messages)
+        arrays = {"draws": _thin(result.draws, cell.keep)}
+        log_w = result.log_weights
+        if log_w is not None:
+            lw = np.asarray(log_w).reshape(result.draws.shape[0], -1)
+            idx = np.linspace(0, lw.shape[1] - 1, min(lw.shape[1], KEEP_DRAWS)).astype(int)
+            arrays["log_weights"] = lw[:, idx]
+        for name in ("energy", "diverging"):
+            if name in result.stats and np.ndim(result.stats[name]) == 2:
+                s = np.asarray(result.stats[name], dtype=float)
+                idx = np.linspace(0, s.shape[1] - 1, min(s.shape[1], KEEP_DRAWS)).astype(int)
+                arrays[name] = s[:, idx]
+        status, error = "ok", ""
+        if row["n_draws"] == 0:
+            status, error = "failed", "no draws within the budget (" + row["messages"] + ")"
+        elif not np.all(np.isfinite(result.draws)):
+            status, error = "failed", "NaN or inf in the draws"
+    except Exception as exc:  # recorded in the table; the study goes on
+        return {
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8),
+            "row": {"cell_seconds": time.perf_counter() - start},
+            "arrays": {},
+        }
+    row["cell_seconds"] = time.perf_counter() - start
+    return {"status": status, "error": error, "row": row, "arrays": arrays}
+
+
+def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
+    """A long run standing in for the truth of a target without one (all draws, pooled)."""
+    try:
+        target = build_target(target_spec)
+        result = build_method(method_spec).run(target, seed=seed)
+        draws = result.flat_draws()
+        row = metrics.evaluate(result, target, reference=draws, seed=seed)
+        return {
+            "status": "ok",
+            "draws": draws,
+            "info": {
+                "method": method_spec,
+                "seed": seed,
+                "n_draws": int(draws.shape[0]),
+                "r_hat_max": row["r_hat_max"],
+                "ess_bulk_min": row["ess_bulk_min"],
+                "grad_evals": result.cost.grad_evals,
+            },
+        }
+    except Exception as exc:
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}

@@ -1,0 +1,202 @@
+"""Figures shared by the studies' report pages, each written as a PNG into the page folder.
+
+- ``error_vs_cost``: an error metric against gradient evaluations, log-log, per target;
+- ``marginal_densities``: each method's marginals of the first coordinates, truth overlaid;
+- ``rank_and_energy``: ArviZ rank and energy plots of a sampler's chains;
+- ``forest``: ArviZ forest plot comparing methods' intervals on the first coordinates;
+- ``bars``: one metric per method and target (log scale), e.g. ESS per 1,000 gradients.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # headless: reports are files
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .cells import build_target
+
+COLOURS = plt.get_cmap("tab10").colors
+
+
+def _colour(methods: list[str]) -> dict[str, tuple]:
+    return {m: COLOURS[i % len(COLOURS)] for i, m in enumerate(methods)}
+
+
+def _save(fig, folder: Path, file: str) -> str:
+    fig.savefig(Path(folder) / file, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return file
+
+
+def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None) -> str:
+    """Median over seeds of ``metric`` against gradient evaluations spent, one panel per target."""
+    ok = table[(table["status"] == "ok") & np.isfinite(table[metric].astype(float))]
+    targets = list(dict.fromkeys(table["target"]))
+    colours = _colour(list(dict.fromkeys(table["method"])))
+    cols = min(3, len(targets))
+    rows = -(-len(targets) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    for ax, target in zip(axes.flat, targets):
+        sub = ok[ok["target"] == target]
+        floor = sub[sub["method"] == "Exact"][metric]
+        if len(floor) and floor.median() > 0:  # i.i.d. exact draws: the Monte Carlo floor
+            ax.axhline(floor.median(), color="k", ls="--", lw=1, label="Exact (floor)")
+        for method, g in sub[sub["method"] != "Exact"].groupby("method", sort=False):
+            m = g.groupby("grad_budget", dropna=False).agg(x=("grad_evals", "median"), y=(metric, "median"))
+            m = m[(m["x"] > 0) & (m["y"] > 0)].sort_values("x")
+            if len(m):
+                ax.plot(m["x"], m["y"], "o-", color=colours[method], label=method, ms=4)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(target, fontsize=9)
+        ax.set_xlabel("gradient evaluations")
+        ax.set_ylabel(ylabel or metric)
+        ax.grid(alpha=0.3, which="both")
+    for ax in list(axes.flat)[len(targets) :]:
+        ax.axis("off")
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines()}
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=min(6, len(handles)), fontsize=8,
+               bbox_to_anchor=(0.5, 1.02))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return _save(fig, folder, file)
+
+
+def _weights(arrays: dict) -> np.ndarray | None:
+    lw = arrays.get("log_weights")
+    if lw is None:
+        return None
+    lw = lw.ravel()
+    w = np.exp(lw - lw.max())
+    return w / w.sum()
+
+
+def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1), reference=None) -> str:
+    """Histograms of each chosen cell's draws for ``coords``, with the exact marginal (solid
+    black) or the reference posterior's histogram (dashed black) overlaid."""
+    cells = [run.cells[i] for i in indices]
+    target = build_target(cells[0].target)
+    labels = [run.table.loc[i, "method"] for i in indices]
+    colours = _colour(list(dict.fromkeys(labels)))
+    coords = [c for c in coords if c < target.dim]
+    fig, axes = plt.subplots(1, len(coords), figsize=(4.5 * len(coords), 3.2), squeeze=False)
+    for ax, k in zip(axes[0], coords):
+        samples = []
+        for i, label in zip(indices, labels):
+            arrays = run.arrays(i)
+            if "draws" not in arrays or arrays["draws"].size == 0:
+                continue
+            x = arrays["draws"][..., k].ravel()
+            samples.append((label, x, _weights(arrays)))
+        pooled = np.concatenate([x for _, x, _ in samples]) if samples else np.zeros(1)
+        lo, hi = np.quantile(pooled, [0.005, 0.995])
+        if reference is not None:
+            lo, hi = min(lo, np.quantile(reference[:, k], 0.005)), max(hi, np.quantile(reference[:, k], 0.995))
+        bins = np.linspace(lo, hi, 50)
+        for label, x, w in samples:
+            ax.hist(x, bins=bins, weights=w, density=True, histtype="step", color=colours[label], label=label, lw=1.3)
+        grid = np.linspace(lo, hi, 400)
+        if target.truth is not None and target.truth.marginal_pdf_fn is not None:
+            ax.plot(grid, target.truth.marginal_pdf(k, grid), "k-", lw=1.5, label="truth")
+        elif reference is not None:
+            ax.hist(reference[:, k], bins=bins, density=True, histtype="step", color="k", ls="--", lw=1.5, label="reference")
+        ax.set_xlabel(target.param_names[k])
+        ax.set_yticks([])
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.suptitle(run.table.loc[indices[0], "target"], fontsize=10)
+    fig.tight_layout()
+    return _save(fig, folder, file)
+
+
+def _datatree(arrays: dict, names: list[str]):
+    import arviz as az
+
+    groups = {"posterior": {"theta": arrays["draws"]}}
+    stats = {}
+    if "energy" in arrays:
+        stats["energy"] = arrays["energy"]
+    if "diverging" in arrays:
+        stats["diverging"] = arrays["diverging"].astype(bool)
+    if stats:
+        groups["sample_stats"] = stats
+    return az.from_dict(groups, dims={"theta": ["param"]}, coords={"param": names})
+
+
+def rank_and_energy(run, index: int, folder, stem: str) -> list[str]:
+    """ArviZ rank plot (and energy plot for HMC/NUTS) of cell ``index``'s kept coordinates."""
+    import arviz_plots as azp
+
+    arrays = run.arrays(index)
+    target = build_target(run.cells[index].target)
+    names = list(target.param_names[: arrays["draws"].shape[2]])
+    tree = _datatree(arrays, names)
+    files = []
+    pc = azp.plot_rank(tree)
+    pc.savefig(Path(folder) / f"{stem}_rank.png", dpi=80, bbox_inches="tight")
+    plt.close(pc.viz["figure"].item())
+    files.append(f"{stem}_rank.png")
+    if "energy" in arrays:
+        pc = azp.plot_energy(tree)
+        pc.savefig(Path(folder) / f"{stem}_energy.png", dpi=80, bbox_inches="tight")
+        plt.close(pc.viz["figure"].item())
+        files.append(f"{stem}_energy.png")
+    return files
+
+
+def forest(run, indices: list[int], folder, file: str) -> str:
+    """ArviZ forest plot: each method's 89% interval of the kept coordinates (draws pooled
+    over chains and thinned to a common size; weighted draws are resampled)."""
+    import arviz as az
+    import arviz_plots as azp
+
+    target = build_target(run.cells[indices[0]].target)
+    trees, sizes = {}, []
+    for i in indices:
+        arrays = run.arrays(i)
+        if "draws" in arrays and arrays["draws"].size:
+            x = arrays["draws"].reshape(-1, arrays["draws"].shape[2])
+            w = _weights(arrays)
+            if w is not None:
+                x = x[np.random.default_rng(0).choice(len(x), size=len(x), p=w)]
+            trees[run.table.loc[i, "method"]] = x
+            sizes.append(len(x))
+    n = min(sizes)
+    names = list(target.param_names[: next(iter(trees.values())).shape[1]])
+    models = {
+        label: az.from_dict({"posterior": {"theta": x[np.linspace(0, len(x) - 1, n).astype(int)][None]}},
+                            dims={"theta": ["param"]}, coords={"param": names})
+        for label, x in trees.items()
+    }
+    pc = azp.plot_forest(models, combined=True)
+    pc.add_legend("model")
+    pc.savefig(Path(folder) / file, dpi=80, bbox_inches="tight")
+    plt.close(pc.viz["figure"].item())
+    return file
+
+
+def bars(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None, log: bool = True) -> str:
+    """Median over seeds of ``metric`` per method (bars) and target (groups)."""
+    ok = table[(table["status"] == "ok")]
+    pivot = ok.pivot_table(index="target", columns="method", values=metric, aggfunc="median", sort=False)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(pivot) + 2), 3.5))
+    width = 0.8 / max(1, pivot.shape[1])
+    colours = _colour(list(pivot.columns))
+    for j, method in enumerate(pivot.columns):
+        ax.bar(np.arange(len(pivot)) + j * width, pivot[method].values, width, label=method, color=colours[method])
+    ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2)
+    ax.set_xticklabels(pivot.index, rotation=15, ha="right", fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel or metric)
+    ax.legend(fontsize=7, ncol=min(5, pivot.shape[1]))
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return _save(fig, folder, file)

@@ -1,0 +1,179 @@
+"""Static HTML reports: ``reports/<study>/index.html`` (figures as PNG files beside it,
+tables, the finding, settings, seeds, versions and how to re-run) and ``reports/index.html``
+linking every study with its one-line finding. Opening the files from disk works.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import platform
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pandas as pd
+
+from .cells import target_label
+
+PACKAGES = ("workbench", "numba", "numpy", "scipy", "arviz", "matplotlib", "pandas")
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; } .finding { font-size: 1.15em; background: #eef5ff; padding: 0.8em; border-radius: 6px; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; } th { background: #f3f3f3; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #444; font-size: 0.95em; } code, pre { background: #f6f6f6; padding: 2px 4px; }
+.small { color: #666; font-size: 0.85em; }
+"""
+
+
+@dataclass
+class Figure:
+    """A PNG written into the study's report folder, with its caption."""
+
+    file: str
+    caption: str
+
+
+@dataclass
+class Page:
+    """What a study's ``report(run, folder)`` returns."""
+
+    finding: str
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _table_html(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
+
+
+def grid_summary(run) -> pd.DataFrame:
+    """Targets x methods of the grid with their seeds and budgets (the settings of the page)."""
+    rows = []
+    for cell in run.cells:
+        rows.append(
+            {
+                "target": cell.labels.get("target", target_label(cell.target)),
+                "method": cell.labels.get("method", cell.method["method"]),
+                "settings": ", ".join(f"{k}={v}" for k, v in cell.method.items() if k not in ("method", "progress")),
+                "seed": cell.seed,
+                "grad_budget": cell.grad_budget,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return (
+        frame.groupby(["target", "method", "settings"], sort=False)
+        .agg(seeds=("seed", lambda s: ", ".join(str(v) for v in sorted(set(s)))),
+             budgets=("grad_budget", lambda s: ", ".join(f"{v:,}" if v else "none" for v in sorted(set(s), key=lambda v: v or 0))))
+        .reset_index()
+    )
+
+
+def render_study(run, page: Page) -> Path:
+    """Write ``<out>/<study>/index.html`` and ``summary.json``; return the HTML path."""
+    study = run.study
+    folder = run.out / study.name
+    folder.mkdir(parents=True, exist_ok=True)
+    for fig in page.figures:
+        if not (folder / fig.file).exists():
+            raise FileNotFoundError(f"study {study.name!r}: figure {fig.file} was not written")
+    versions = package_versions()
+    mode = "quick" if run.quick else "full"
+    rerun = f"python studies/{study.name}.py{' --quick' if run.quick else ''}"
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(study.title)}</title><style>{STYLE}</style></head><body>",
+        "<p class='small'><a href='../index.html'>&larr; all studies</a></p>",
+        f"<h1>{html.escape(study.title)}</h1>",
+        f"<p class='finding'><b>Finding.</b> {html.escape(page.finding)}</p>",
+    ]
+    if study.description:
+        parts.append(f"<p>{html.escape(study.description)}</p>")
+    for note in page.notes:
+        parts.append(f"<p>{html.escape(note)}</p>")
+    for fig in page.figures:
+        parts.append(
+            f"<figure><img src='{html.escape(fig.file)}' alt='{html.escape(fig.caption)}'>"
+            f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>"
+        )
+    for title, frame in page.tables:
+        parts.append(f"<h2>{html.escape(title)}</h2>{_table_html(frame)}")
+    bad = run.table[run.table["status"] != "ok"]
+    if len(bad):
+        parts.append("<h2>Cells that failed</h2>")
+        parts.append(_table_html(bad[["target", "method", "seed", "grad_budget", "status", "error"]]))
+    if run.references:
+        parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "
+                     "NUTS run stands in for it (its R-hat and ESS below).</p>")
+        ref = pd.DataFrame([{"target": t, **{k: v for k, v in info.items() if k != "method"}} for t, info in run.references.items()])
+        parts.append(_table_html(ref))
+    parts.append("<h2>Settings</h2>" + _table_html(grid_summary(run)))
+    parts.append(
+        "<h2>Provenance</h2><p>"
+        f"Mode: <b>{mode}</b>. {len(run.cells)} cells ({run.computed} computed in this run, {run.cached} from the cache, "
+        f"{run.failed} failed), executor: {html.escape(run.executor)}, {run.seconds:.0f} s. "
+        f"Rendered {_dt.datetime.now().isoformat(timespec='seconds')}.</p>"
+        f"<p>Versions: {html.escape(', '.join(f'{k} {v}' for k, v in versions.items()))}.</p>"
+        f"<p>Re-run: <code>{rerun}</code> (or <code>workbench study {study.name}{' --quick' if run.quick else ''}</code>); "
+        f"add <code>--fresh</code> to ignore the cache, <code>--executor dask</code> or "
+        f"<code>--scheduler tcp://host:8786</code> for Dask. Re-render without running: "
+        f"<code>workbench report {study.name}</code>. The full table: <a href='table.csv'>table.csv</a>.</p>"
+    )
+    parts.append("</body></html>")
+    path = folder / "index.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    summary = {
+        "name": study.name,
+        "title": study.title,
+        "finding": page.finding,
+        "mode": mode,
+        "cells": len(run.cells),
+        "failed": run.failed,
+        "rendered": _dt.datetime.now().isoformat(timespec="seconds"),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return path
+
+
+def render_index(out: str | Path = "reports") -> Path:
+    """``<out>/index.html``: every study with a rendered page, its title and finding."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for path in sorted(out.glob("*/summary.json")):
+        try:
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        except json.JSONDecodeError:
+            continue
+    items = "\n".join(
+        f"<li><a href='{html.escape(s['name'])}/index.html'><b>{html.escape(s['title'])}</b></a> "
+        f"<span class='small'>({s['mode']}, {s['cells']} cells, {s['failed']} failed)</span><br>"
+        f"{html.escape(s['finding'])}</li>"
+        for s in summaries
+    )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>workbench reports</title>"
+        f"<style>{STYLE} li {{ margin-bottom: 1em; }}</style></head><body>"
+        "<h1>workbench reports</h1><p>Bayesian inference methods side by side on shared targets: "
+        "how accurate each is for how much work.</p>"
+        f"<ul>{items}</ul><p class='small'>Versions: "
+        f"{html.escape(', '.join(f'{k} {v}' for k, v in package_versions().items()))}</p></body></html>"
+    )
+    path = out / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path

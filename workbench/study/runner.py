@@ -1,0 +1,235 @@
+"""Running a study: a grid of cells through an executor, with a cache that makes it resumable.
+
+    run = run_study(study, quick=True)            # local process pool
+    run = run_study(study, executor="dask")        # a Dask LocalCluster
+    run = run_study(study, scheduler="tcp://host:8786")
+    run.table                                      # one row per cell (pandas)
+
+Targets without a closed-form truth (logistic regression, BNN) get a reference posterior
+first: a long NUTS run (``Study.reference_method``), cached and used as the truth of every
+cell on that target. Tables say so in their ``truth`` column.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .cache import CellCache
+from .cells import Cell, build_target, run_cell, run_reference, spec_hash, target_label
+from .executors import make_executor
+
+DEFAULT_REFERENCE = {"method": "NUTS", "chains": 4, "warmup": 1000, "draws": 2500, "progress": False}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named grid of cells and how to report it.
+
+    grid(quick) -> list[Cell]. report(run) -> ``Page`` (figures, tables, a finding), see
+    ``report.py``. ``reference_method`` is the long run standing in for a missing truth.
+    """
+
+    name: str
+    title: str
+    grid: Callable[[bool], list[Cell]]
+    report: Callable | None = None
+    description: str = ""
+    reference_method: dict = field(default_factory=lambda: dict(DEFAULT_REFERENCE))
+
+
+@dataclass
+class StudyRun:
+    """What ``run_study`` returns: the table (grid order) and what happened."""
+
+    study: Study
+    quick: bool
+    cells: list[Cell]
+    keys: list[str]
+    table: pd.DataFrame
+    cache: CellCache
+    references: dict  # target label -> reference info (and draws under "draws")
+    computed: int
+    cached: int
+    failed: int
+    executor: str
+    seconds: float
+    out: Path
+    reference_keys: dict = field(default_factory=dict)  # target spec JSON -> reference cache key
+    reference_cache: CellCache | None = None
+
+    def arrays(self, index: int) -> dict:
+        """The small arrays (thinned draws of the first coordinates, ...) of cell ``index``."""
+        return self.cache.arrays(self.keys[index])
+
+    def cache_reference(self, target_spec: dict) -> np.ndarray | None:
+        """The reference posterior draws (n, d) of a target without a truth, or None."""
+        key = self.reference_keys.get(json.dumps(target_spec, sort_keys=True))
+        if key is None or self.reference_cache is None:
+            return None
+        return self.reference_cache.arrays(key).get("draws")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _progress_bar(total: int, description: str, progress):
+    from tqdm.auto import tqdm
+
+    disable = (not sys.stderr.isatty()) if progress is None else not progress
+    return tqdm(total=total, desc=description, unit="cell", disable=disable, leave=False)
+
+
+def _row(study: Study, cell: Cell, key: str, entry: dict | None, truth: str) -> dict:
+    row = {
+        "target": cell.labels.get("target", target_label(cell.target)),
+        "method": cell.labels.get("method", cell.method["method"]),
+        **{k: v for k, v in cell.labels.items() if k not in ("target", "method")},
+        "seed": cell.seed,
+        "grad_budget": cell.grad_budget if cell.grad_budget is not None else np.nan,
+        "truth": truth,
+        "status": "missing" if entry is None else entry["status"],
+        "error": "" if entry is None else entry.get("error", ""),
+    }
+    if entry is not None:
+        row.update(entry.get("row", {}))
+    row["key"] = key
+    return row
+
+
+def run_study(
+    study: Study,
+    *,
+    quick: bool = False,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    fresh: bool = False,
+    out: str | Path = "reports",
+    cache_dir: str | Path | None = None,
+    progress: bool | None = None,
+    on_cell_done: Callable[[int, dict], None] | None = None,
+    run_missing: bool = True,
+) -> StudyRun:
+    """Run (or resume) ``study``; return its table. Writes ``out/<name>/table.csv`` as it fills.
+
+    Cached cells are not re-run unless ``fresh``. A cell that raises or returns NaN is
+    recorded with its error and the others go on. ``on_cell_done(i, entry)`` is called
+    after each computed cell (the tests use it to interrupt a study). ``run_missing=False``
+    only reads the cache (re-rendering a report): missing cells show as "missing".
+    """
+    start = time.perf_counter()
+    out = Path(out)
+    cache_root = Path(cache_dir) if cache_dir is not None else out / ".cache"
+    cache = CellCache(cache_root, study.name)
+    ref_cache = CellCache(cache_root, "_references")
+    version = _version()
+    cells = list(study.grid(quick))
+    if not cells:
+        raise ValueError(f"study {study.name!r} has an empty grid")
+    table_path = out / study.name / "table.csv"
+    table_path.parent.mkdir(parents=True, exist_ok=True)
+
+    # which targets need a reference posterior (no closed-form truth)?
+    ref_keys: dict[str, str] = {}
+    for cell in cells:
+        spec_json = json.dumps(cell.target, sort_keys=True)
+        if spec_json in ref_keys:
+            continue
+        try:
+            target = build_target(cell.target)
+        except Exception:  # a bad spec: its cells record the error when they run
+            continue
+        if target.truth is None:
+            ref_keys[spec_json] = spec_hash(
+                {"target": cell.target, "method": study.reference_method, "seed": 0, "version": version}
+            )
+    keys = []
+    for cell in cells:
+        fields = cell.key_fields(version)
+        ref = ref_keys.get(json.dumps(cell.target, sort_keys=True))
+        if ref:
+            fields["reference"] = ref
+        keys.append(spec_hash(fields))
+
+    computed = cached = failed = 0
+    entries: list[dict | None] = [None if fresh else cache.get(k) for k in keys]
+    cached = sum(e is not None for e in entries)
+    todo = [i for i, e in enumerate(entries) if e is None]
+    ref_todo = {s: k for s, k in ref_keys.items() if fresh or ref_cache.get(k) is None}
+
+    def truth_of(cell):
+        return "reference (long NUTS)" if json.dumps(cell.target, sort_keys=True) in ref_keys else "exact"
+
+    def write_table():
+        rows = [_row(study, c, k, e, truth_of(c)) for c, k, e in zip(cells, keys, entries)]
+        frame = pd.DataFrame(rows)
+        frame.to_csv(table_path, index=False)
+        return frame
+
+    ex = make_executor(executor, workers, scheduler)
+    references: dict = {}
+    if run_missing and (todo or ref_todo):
+        with ex:
+            if ref_todo:
+                jobs = [(s, run_reference, (json.loads(s), study.reference_method, 0)) for s in ref_todo]
+                bar = _progress_bar(len(jobs), f"{study.name}: reference posteriors", progress)
+                for spec_json, outcome in ex.run(jobs):
+                    key = ref_todo[spec_json]
+                    if outcome["status"] == "ok":
+                        ref_cache.put(key, {"status": "ok", "info": outcome["info"], "target": json.loads(spec_json)},
+                                      {"draws": outcome["draws"]})
+                    bar.update()
+                bar.close()
+            ref_draws = {s: ref_cache.arrays(k).get("draws") for s, k in ref_keys.items()}
+            jobs = []
+            for i in todo:
+                s = json.dumps(cells[i].target, sort_keys=True)
+                if s in ref_keys and ref_draws.get(s) is None:
+                    entries[i] = {"status": "error", "error": "the reference posterior run failed", "row": {}}
+                    continue
+                jobs.append((i, run_cell, (cells[i], ref_draws.get(s))))
+            bar = _progress_bar(len(jobs), f"{study.name}", progress)
+            for i, outcome in ex.run(jobs):
+                entry = {k: v for k, v in outcome.items() if k != "arrays"}
+                cache.put(keys[i], entry, outcome["arrays"])
+                entries[i] = entry
+                computed += 1
+                write_table()
+                bar.update()
+                if on_cell_done is not None:
+                    on_cell_done(i, entry)
+            bar.close()
+    for s, k in ref_keys.items():
+        entry = ref_cache.get(k)
+        if entry is not None:
+            references[target_label(json.loads(s))] = entry["info"]
+    table = write_table()
+    failed = int((table["status"] != "ok").sum())
+    return StudyRun(
+        study=study,
+        quick=quick,
+        cells=cells,
+        keys=keys,
+        table=table,
+        cache=cache,
+        references=references,
+        computed=computed,
+        cached=cached,
+        failed=failed,
+        executor=ex.description,
+        seconds=time.perf_counter() - start,
+        out=out,
+        reference_keys=ref_keys,
+        reference_cache=ref_cache,
+    )
