@@ -48,8 +48,8 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     for ax, target in zip(axes.flat, targets):
         sub = ok[ok["target"] == target]
         floor = sub[sub["method"] == "Exact"][metric]
-        if len(floor) and floor.median() > 0:  # i.i.d. exact draws: the Monte Carlo floor
-            ax.axhline(floor.median(), color="k", ls="--", lw=1, label="Exact (floor)")
+        if len(floor) and floor.median() > 0:  # i.i.d. exact draws: the Monte Carlo error of an ideal sampler
+            ax.axhline(floor.median(), color="k", ls="--", lw=1, label="Exact (i.i.d. draws)")
         for method, g in sub[sub["method"] != "Exact"].groupby("method", sort=False):
             m = g.groupby("grad_budget", dropna=False).agg(x=("grad_evals", "median"), y=(metric, "median"))
             m = m[(m["x"] > 0) & (m["y"] > 0)].sort_values("x")
