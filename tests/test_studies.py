@@ -31,3 +31,11 @@ def test_mcmc_speed_quick_runs_and_prints_the_table(capsys):
     out = capsys.readouterr().out
     for needle in ("overhead", "ess_per_1k_grad", "logistic_regression_breast_cancer", "gradient", "stan"):
         assert needle in out
+
+
+@pytest.mark.slow
+def test_vi_speed_quick_runs_and_prints_both_tables(capsys):
+    _load("vi_speed").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("overhead", "vs_inherent", "logistic_regression_breast_cancer", "w_+3", "main_err", "near", "box"):
+        assert needle in out

@@ -39,7 +39,8 @@ class Cell:
     ``labels`` are extra table columns (a display name, the budget level, ...): they are not
     part of the cache key. ``timing`` adds the time of one ``logp_grad`` call and the
     overhead ratio wall / (gradient evaluations x that time). ``keep`` coordinates of the
-    draws are kept for the figures.
+    draws are kept for the figures. ``extra`` names a function "module:function" taking
+    (result, target) and returning a dict of more columns (a study's own quantities).
     """
 
     target: dict
@@ -49,6 +50,7 @@ class Cell:
     labels: dict = field(default_factory=dict)
     timing: bool = False
     keep: int = 2
+    extra: str = ""
 
     def key_fields(self, version: str) -> dict:
         return {
@@ -58,6 +60,7 @@ class Cell:
             "grad_budget": self.grad_budget,
             "timing": self.timing,
             "keep": self.keep,
+            "extra": self.extra,
             "version": version,
         }
 
@@ -108,6 +111,14 @@ def methods_available() -> list[str]:
     return [n for n in methods.__all__ if isinstance(getattr(methods, n), type) and issubclass(getattr(methods, n), methods.Method) and n != "Method"]
 
 
+def extra_function(name: str):
+    """The function "package.module:function" names."""
+    import importlib
+
+    module, _, func = name.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def _thin(draws: np.ndarray, keep: int) -> np.ndarray:
     n = draws.shape[1]
     idx = np.linspace(0, n - 1, min(n, KEEP_DRAWS)).astype(int) if n else np.zeros(0, int)
@@ -131,6 +142,8 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             t_grad = seconds_per_gradient(target, min_seconds=0.02)
             row["grad_seconds"] = t_grad
             row["overhead"] = result.cost.wall_seconds / (result.cost.grad_evals * t_grad) if result.cost.grad_evals else math.nan
+        if cell.extra:
+            row.update(extra_function(cell.extra)(result, target))
         row["messages"] = " | ".join(result.messages)
         arrays = {"draws": _thin(result.draws, cell.keep)}
         log_w = result.log_weights
