@@ -39,45 +39,16 @@ import time
 from dataclasses import replace
 
 import numpy as np
-from numba import njit
 
 import workbench as wb
 from workbench.approximations import GaussianMixture
-from workbench.mcmc.timing import seconds_per_gradient
+from workbench.mcmc.timing import free_logp_grad, seconds_per_gradient, seconds_per_normal
 
 ORIGINAL_SECONDS_PER_ITERATION = (0.2, 1.7)  # the TF implementation, CPU, N_d <= 1,000
 
 
-@njit(cache=True)
-def free_logp_grad(theta, grad_out, data):
-    """logp = 0: a fit on it times the mixture's own work alone."""
-    for i in range(theta.size):
-        grad_out[i] = 0.0
-    return 0.0
-
-
 def free_target(dim):
     return wb.Target.from_numba(free_logp_grad, dim, name=f"free_{dim}")
-
-
-@njit(cache=True)
-def _fill_normals(rng, out, reps):
-    for _ in range(reps):
-        for i in range(out.size):
-            out[i] = rng.standard_normal()
-    return out[0]
-
-
-def normal_seconds() -> float:
-    """Time of one standard normal drawn inside a kernel (Numba's Generator)."""
-    rng, out = np.random.default_rng(0), np.empty(1000)
-    _fill_normals(rng, out, 1)
-    best = math.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        _fill_normals(rng, out, 2000)
-        best = min(best, time.perf_counter() - start)
-    return best / (2000 * out.size)
 
 
 def mixture_q_seconds(n_components, dim):
@@ -100,7 +71,7 @@ def speed_rows(quick, seed):
             own = method.run(free, seed=seed).cost.wall_seconds
             t_grad = seconds_per_gradient(t, res.approximation.means[0], min_seconds=0.05)
             t_q = mixture_q_seconds(k, t.dim)
-            t_eta = t.dim * normal_seconds()
+            t_eta = t.dim * seconds_per_normal()
             n, wall = res.cost.grad_evals, res.cost.wall_seconds
             rows.append(
                 {

@@ -162,7 +162,7 @@ def test_the_quick_reports_render(tmp_path):
     for name in names:
         run, page = run_and_report(load_study(name), quick=True, out=tmp_path, progress=False)
         images = _html_images(page)
-        assert len(images) >= 3, name
+        assert len(images) >= (3 if name in ("accuracy", "performance") else 1), name
         for image in images:
             assert _is_png(page.parent / image), (name, image)
         assert "Finding." in page.read_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from ..jit import VEC, target_kernel
 
@@ -42,3 +42,31 @@ def seconds_per_gradient(target, theta=None, min_seconds: float = 0.2) -> float:
         kernel(target.logp_grad, target.data, x, n)
         best = min(best, time.perf_counter() - start)
     return best / n
+
+
+@njit(cache=True)
+def free_logp_grad(theta, grad_out, data):
+    """logp = 0 with a zero gradient: a method run on it times the method's own work alone."""
+    for i in range(theta.size):
+        grad_out[i] = 0.0
+    return 0.0
+
+
+@njit(cache=True)
+def _fill_normals(rng, out, reps):
+    for _ in range(reps):
+        for i in range(out.size):
+            out[i] = rng.standard_normal()
+    return out[0]
+
+
+def seconds_per_normal() -> float:
+    """Time of one standard normal drawn inside a kernel (Numba's Generator), best of 3."""
+    rng, out = np.random.default_rng(0), np.empty(1000)
+    _fill_normals(rng, out, 1)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        _fill_normals(rng, out, 2000)
+        best = min(best, time.perf_counter() - start)
+    return best / (2000 * out.size)
