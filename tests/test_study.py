@@ -43,6 +43,14 @@ def test_serial_local_and_dask_give_the_same_table(tmp_path):
     _same_numbers(serial.table, pd.read_csv(tmp_path / "s" / "tiny" / "table.csv"))
 
 
+def test_a_running_dask_cluster_given_by_its_scheduler_address(tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        run = run_study(TINY, quick=True, scheduler=cluster.scheduler_address, out=tmp_path, progress=False)
+    assert run.executor == f"Dask at {cluster.scheduler_address}" and run.computed == 6 and run.failed == 0
+
+
 def test_an_interrupted_study_resumes_computing_only_the_missing_cells(tmp_path, monkeypatch):
     def stop_after_two(i, entry):
         if stop_after_two.n == 1:
