@@ -72,13 +72,17 @@ def test_an_interrupted_study_resumes_computing_only_the_missing_cells(tmp_path,
     assert fresh.computed == 6 and len(calls) == 10
 
 
-def test_a_study_killed_by_sigkill_loses_nothing_already_computed(tmp_path):
-    """A real kill -9 of `workbench study` mid-way; the rerun computes only what is missing."""
+def _tiny_study_folder(tmp_path):
+    """A studies/ folder holding tiny.py, the environment that points the CLI at it, and an out folder."""
     studies = tmp_path / "studies"
     studies.mkdir()
     (studies / "tiny.py").write_text(STUDY_FILE.format(tests_parent=str(REPO)))
-    env = {**os.environ, "WORKBENCH_STUDIES": str(studies)}
-    out = tmp_path / "reports"
+    return studies, {**os.environ, "WORKBENCH_STUDIES": str(studies)}, tmp_path / "reports"
+
+
+def test_a_study_killed_by_sigkill_loses_nothing_already_computed(tmp_path):
+    """A real kill -9 of `workbench study` mid-way; the rerun computes only what is missing."""
+    studies, env, out = _tiny_study_folder(tmp_path)
     cmd = [sys.executable, "-m", "workbench", "study", "tiny", "--executor", "serial", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cache = out / ".cache" / "tiny"
@@ -211,11 +215,7 @@ def test_cli_list_and_errors(tmp_path, capsys):
 
 
 def test_cli_runs_a_study_and_re_renders_it_without_running(tmp_path):
-    studies = tmp_path / "studies"
-    studies.mkdir()
-    (studies / "tiny.py").write_text(STUDY_FILE.format(tests_parent=str(REPO)))
-    env = {**os.environ, "WORKBENCH_STUDIES": str(studies)}
-    out = tmp_path / "reports"
+    studies, env, out = _tiny_study_folder(tmp_path)
     run = subprocess.run([sys.executable, "-m", "workbench", "study", "tiny", "--quick", "--executor", "serial",
                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "6 computed, 0 cached, 0 failed" in run.stdout, run.stderr
