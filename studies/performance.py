@@ -47,12 +47,19 @@ def grid(quick: bool) -> list[Cell]:
         ("NN4Post", {"method": "NN4Post", "n_components": 5, "steps": 4 * n, "draws": 2 * n, "converge_tol": 0, **quiet}),
     ]
     seeds = (0,) if quick else (0, 1)
-    return [
+    cells = [
         Cell(spec, method, seed, labels={"target": t, "method": m}, timing=True)
         for t, spec in targets
         for m, method in methods
         for seed in seeds
     ]
+    # the dimension sweep: samplers on isotropic Gaussians, ESS per gradient against d
+    for d in (10, 100) if quick else (10, 100, 1000):
+        for m, method in methods[:3]:
+            for seed in seeds:
+                cells.append(Cell({"factory": "gaussian", "dim": d}, method, seed, timing=True,
+                                  labels={"target": f"isotropic gaussian d={d}", "method": m, "dim": d}))
+    return cells
 
 
 def _finding(table: pd.DataFrame) -> str:
@@ -70,8 +77,14 @@ def _finding(table: pd.DataFrame) -> str:
     return "Among the samplers, " + "; ".join(parts) + " (overhead = wall time / (gradients x one gradient's time))."
 
 
+# ESS per gradient at the optimal tuning: RWM ~ d^-1, HMC ~ d^-1/4 (Beskos et al. 2013); NUTS
+# adds log-d tree growth on top of HMC's scaling
+THEORY = {"RWM": -1, "HMC": -0.25, "NUTS": "~ -0.25"}
+
+
 def report(run, folder) -> Page:
-    table = run.table
+    sweep = run.table[run.table["dim"].notna()] if "dim" in run.table else run.table.iloc[:0]
+    table = run.table[run.table["dim"].isna()] if "dim" in run.table else run.table
     figures = [
         Figure(F.bars(table, "ess_per_1k_grad", folder, "ess_per_1k_grad.png", "min bulk ESS per 1,000 gradients"),
                "Minimum bulk ESS over coordinates per 1,000 gradient evaluations (warmup included), median over seeds."),
@@ -81,13 +94,22 @@ def report(run, folder) -> Page:
                "Overhead ratio: wall time over the time its gradient evaluations alone would take. 1 = the method "
                "costs exactly its gradients; cheap targets expose the method's own work."),
     ]
+    if len(sweep):
+        figures.append(Figure(
+            F.metric_vs_dimension(sweep, "ess_per_1k_grad", folder, "ess_vs_dimension.png",
+                                  "min bulk ESS per 1,000 gradients", THEORY),
+            "Dimension sweep on isotropic Gaussians: ESS per 1,000 gradients against d (log-log), with each "
+            "sampler's fitted slope beside the theoretical one for optimally tuned RWM and HMC."))
     cols = ["target", "method", "seed", "grad_evals", "wall_seconds", "ess_bulk_min", "ess_tail_min", "ess_per_second",
             "ess_per_1k_grad", "grad_seconds", "overhead", "r_hat_max", "w1_mean"]
     summary = (table[table["status"] == "ok"].groupby(["target", "method"], sort=False)
                [["grad_evals", "ess_bulk_min", "ess_per_second", "ess_per_1k_grad", "overhead", "r_hat_max"]]
                .median().reset_index())
-    return Page(finding=_finding(table), figures=figures,
-                tables=[("Median over seeds", summary), ("Every cell", table[cols])])
+    tables = [("Median over seeds", summary), ("Every cell", table[cols])]
+    if len(sweep):
+        tables.insert(1, ("Dimension sweep (median over seeds)", sweep.groupby(["method", "dim"], sort=False)
+                          [["grad_evals", "ess_bulk_min", "ess_per_1k_grad", "overhead"]].median().reset_index()))
+    return Page(finding=_finding(table), figures=figures, tables=tables)
 
 
 STUDY = Study(

@@ -200,3 +200,33 @@ def bars(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return _save(fig, folder, file)
+
+
+def metric_vs_dimension(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None,
+                        theory: dict | None = None) -> str:
+    """Median over seeds of ``metric`` against the ``dim`` column, log-log, one line per method,
+    with its fitted slope (and the theoretical one, if given) in the legend."""
+    from .analysis import loglog_slope
+
+    ok = table[(table["status"] == "ok") & table["dim"].notna()]
+    colours = _colour(list(dict.fromkeys(ok["method"])))
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for method, g in ok.groupby("method", sort=False):
+        m = g.groupby("dim")[metric].median()
+        m = m[m > 0]
+        if len(m) < 2:
+            continue
+        fit = loglog_slope(m.index.values, m.values)
+        label = f"{method}: slope {fit.slope:.2f}"
+        if theory and method in theory:
+            label += f" (theory {theory[method]})"
+        ax.plot(m.index, m.values, "o-", color=colours[method], label=label)
+        ax.plot(m.index, np.exp(fit.intercept) * m.index.values ** fit.slope, ":", color=colours[method], lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel(ylabel or metric)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return _save(fig, folder, file)
