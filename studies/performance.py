@@ -16,7 +16,6 @@ the wall time is not shared between threads.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for

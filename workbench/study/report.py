@@ -115,7 +115,7 @@ def render_study(run, page: Page) -> Path:
         parts.append(f"<h2>{html.escape(title)}</h2>{_table_html(frame)}")
     bad = run.table[run.table["status"] != "ok"]
     if len(bad):
-        parts.append("<h2>Cells that failed</h2>")
+        parts.append("<h2>Cells that failed (or are not computed yet)</h2>")
         parts.append(_table_html(bad[["target", "method", "seed", "grad_budget", "status", "error"]]))
     if run.references:
         parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "

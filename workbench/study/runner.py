@@ -90,7 +90,7 @@ def _progress_bar(total: int, description: str, progress):
     return tqdm(total=total, desc=description, unit="cell", disable=disable, leave=False)
 
 
-def _row(study: Study, cell: Cell, key: str, entry: dict | None, truth: str) -> dict:
+def _row(cell: Cell, key: str, entry: dict | None, truth: str) -> dict:
     row = {
         "target": cell.labels.get("target", target_label(cell.target)),
         "method": cell.labels.get("method", cell.method["method"]),
@@ -162,7 +162,7 @@ def run_study(
             fields["reference"] = ref
         keys.append(spec_hash(fields))
 
-    computed = cached = failed = 0
+    computed = 0
     entries: list[dict | None] = [None if fresh else cache.get(k) for k in keys]
     cached = sum(e is not None for e in entries)
     todo = [i for i, e in enumerate(entries) if e is None]
@@ -172,7 +172,7 @@ def run_study(
         return "reference (long NUTS)" if json.dumps(cell.target, sort_keys=True) in ref_keys else "exact"
 
     def write_table():
-        rows = [_row(study, c, k, e, truth_of(c)) for c, k, e in zip(cells, keys, entries)]
+        rows = [_row(c, k, e, truth_of(c)) for c, k, e in zip(cells, keys, entries)]
         frame = pd.DataFrame(rows)
         frame.to_csv(table_path, index=False)
         return frame
@@ -215,7 +215,7 @@ def run_study(
         if entry is not None:
             references[target_label(json.loads(s))] = entry["info"]
     table = write_table()
-    failed = int((table["status"] != "ok").sum())
+    failed = int(table["status"].isin(["error", "failed"]).sum())  # "missing" is not a failure
     return StudyRun(
         study=study,
         quick=quick,
