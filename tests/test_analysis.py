@@ -47,3 +47,21 @@ def test_r1_grows_to_one_with_a_fixed_box_and_stays_put_when_r_grows_as_sqrt_nd(
     scaled = [r1_normal(n, 2 * math.sqrt(n)) for n in (10, 100, 10_000)]
     assert max(scaled) - min(scaled) < 1e-12  # Phi(sqrt(3) / 2) at every N_d
     assert r1_exact(50, 2 * math.sqrt(50)) == pytest.approx(scaled[0], abs=0.01)  # the CLT is close by N_d = 50
+
+
+def test_optimal_acceptance_finds_0_234_on_the_diffusion_limit_curve():
+    # Roberts, Gelman and Gilks (1997): with proposal sd l / sqrt(d), acceptance a(l) =
+    # 2 Phi(-l / 2) and efficiency l^2 a(l), which peaks at l = 2.38, a = 0.234
+    from scipy import stats
+
+    from workbench.study.analysis import optimal_acceptance
+
+    ell = np.geomspace(0.7, 6.0, 15)
+    acc = 2 * stats.norm.cdf(-ell / 2)
+    opt = optimal_acceptance(ell, acc, ell**2 * acc)
+    assert opt.acceptance == pytest.approx(0.234, abs=0.005)
+    assert opt.scale == pytest.approx(2.38, rel=0.01)
+    noisy = ell**2 * acc * np.exp(0.02 * np.random.default_rng(1).standard_normal(ell.size))  # 2% noise
+    assert optimal_acceptance(ell, acc, noisy).acceptance == pytest.approx(0.234, abs=0.02)
+    with pytest.raises(ValueError, match="edge"):
+        optimal_acceptance(ell[:3], acc[:3], noisy[:3])  # still rising: no peak inside

@@ -36,3 +36,24 @@ def test_minibatch_quick_study_renders_its_finding(tmp_path):
     s = run.table.groupby(["method", "batch"])["sd_ratio_mean_field"].median()
     assert np.all(np.abs(s["with N_D/N_m"] - 1) < 0.1)  # the factor gives the right sds
     np.testing.assert_allclose(s["without"], np.sqrt(200 / s["without"].index.values), rtol=0.15)
+
+
+@pytest.mark.slow
+def test_dimension_scaling_quick_study(tmp_path):
+    study = load_study("dimension_scaling")
+    run, page = run_and_report(study, quick=True, executor="local", workers=2, out=tmp_path, progress=False)
+    assert run.failed == 0
+    text = page.read_text()
+    for png in ("cost_vs_dimension.png", "accuracy_vs_dimension.png", "step_size.png", "rwm_optimal_acceptance.png", "r1.png"):
+        assert png in text and (page.parent / png).stat().st_size > 1000
+    assert "Finding." in text and "theory 0.234" in text
+    module = __import__("sys").modules["workbench_studies.dimension_scaling"]
+    # random-walk Metropolis at fixed scales on a 100-d Gaussian: ESJD peaks near acceptance 0.234
+    opt = module.sweep_optimum(run.table)
+    assert abs(opt["optimal_acceptance"].iloc[0] - 0.234) < 0.05
+    # the adapted random-walk step shrinks with d, roughly as d^-1/2; IS's ESS fraction collapses
+    slopes = module.slopes(run.table).set_index(["target", "method", "quantity"])
+    assert -0.75 < slopes.loc[("gaussian", "RWM", "step_size"), "slope"] < -0.35
+    collapse = module.is_collapse(run.table)
+    g = collapse[collapse["target"] == "gaussian"].sort_values("dim")["ess_frac"].values
+    assert np.all(np.diff(g) < 0) and g[-1] < 0.01 * g[0]

@@ -74,3 +74,39 @@ def r1_monte_carlo(n_d: int, r: float, n: int = 20_000, seed: int = 0) -> tuple[
         done += m
     p = hits / n
     return p, math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+
+
+class Optimum(NamedTuple):
+    """Where a tuning curve peaks: the scale and the acceptance rate there."""
+
+    scale: float
+    acceptance: float
+
+
+def optimal_acceptance(scale, acceptance, efficiency) -> Optimum:
+    """The acceptance rate at which ``efficiency`` (e.g. the expected squared jump distance)
+    peaks, from runs at several fixed proposal scales.
+
+    log efficiency is fitted by a quadratic in log scale through the best run and its two
+    neighbours (a local fit: the whole curve is skewed, wider fits bias the peak); the acceptance
+    at the fitted peak comes from a quadratic fit of logit(acceptance) against log scale over
+    the same runs (linear interpolation would be biased: acceptance is curved in the scale).
+    """
+    s, a, e = (np.asarray(v, dtype=float) for v in (scale, acceptance, efficiency))
+    keep = np.isfinite(s) & np.isfinite(a) & np.isfinite(e) & (s > 0) & (e > 0)
+    s, a, e = s[keep], a[keep], e[keep]
+    order = np.argsort(s)
+    s, a, e = np.log(s[order]), a[order], np.log(e[order])
+    if s.size < 3:
+        raise ValueError(f"an optimum needs at least 3 runs, got {s.size}")
+    best = int(np.argmax(e))
+    if best in (0, s.size - 1):
+        raise ValueError("the efficiency peaks at the edge of the scales tried: widen the range")
+    lo, hi = best - 1, best + 2
+    c2, c1, _ = np.polyfit(s[lo:hi], e[lo:hi], 2)
+    if not c2 < 0:
+        raise ValueError("the efficiency curve has no interior maximum")
+    peak = float(np.clip(-c1 / (2 * c2), s[lo], s[hi - 1]))
+    logit = np.log(np.clip(a[lo:hi], 1e-9, 1 - 1e-9)) - np.log1p(-np.clip(a[lo:hi], 1e-9, 1 - 1e-9))
+    at_peak = np.polyval(np.polyfit(s[lo:hi], logit, 2), peak)
+    return Optimum(float(np.exp(peak)), float(1.0 / (1.0 + np.exp(-at_peak))))

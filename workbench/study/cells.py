@@ -142,10 +142,13 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             t_grad = seconds_per_gradient(target, min_seconds=0.02)
             row["grad_seconds"] = t_grad
             row["overhead"] = result.cost.wall_seconds / (result.cost.grad_evals * t_grad) if result.cost.grad_evals else math.nan
+        extra_arrays = {}
         if cell.extra:
-            row.update(extra_function(cell.extra)(result, target))
+            extra = dict(extra_function(cell.extra)(result, target, reference))
+            extra_arrays = extra.pop("_arrays", {})
+            row.update(extra)
         row["messages"] = " | ".join(result.messages)
-        arrays = {"draws": _thin(result.draws, cell.keep)}
+        arrays = {"draws": _thin(result.draws, cell.keep), **extra_arrays}
         log_w = result.log_weights
         if log_w is not None:
             lw = np.asarray(log_w).reshape(result.draws.shape[0], -1)
