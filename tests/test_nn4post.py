@@ -182,6 +182,10 @@ def test_init_from_a_laplace_fit_and_warm_start_from_a_mixture():
     np.testing.assert_allclose(warm.weights, start.weights, atol=1e-6)
     np.testing.assert_allclose(warm.means, start.means, atol=1e-6)
     np.testing.assert_allclose(warm.scales, start.scales, rtol=1e-6)
+    # the same start as a JSON-able dict (how study specs give it)
+    spec = {"weights": start.weights.tolist(), "means": start.means.tolist(), "scales": start.scales.tolist()}
+    from_dict = wb.methods.NN4Post(n_components=3, init_from=spec, **tiny).run(t, seed=0).approximation
+    np.testing.assert_allclose(from_dict.means, start.means, atol=1e-6)
     with pytest.raises(ValueError, match="init_from"):
         wb.methods.NN4Post(n_components=3, init_from=start, **tiny).run(wb.targets.gaussian(2), seed=0)
 

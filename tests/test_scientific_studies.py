@@ -57,3 +57,25 @@ def test_dimension_scaling_quick_study(tmp_path):
     collapse = module.is_collapse(run.table)
     g = collapse[collapse["target"] == "gaussian"].sort_values("dim")["ess_frac"].values
     assert np.all(np.diff(g) < 0) and g[-1] < 0.01 * g[0]
+
+
+@pytest.mark.slow
+def test_nn4post_ablation_quick_study(tmp_path):
+    run, page = run_and_report(load_study("nn4post_ablation"), quick=True, executor="serial", out=tmp_path, progress=False)
+    assert run.failed == 0
+    text = page.read_text()
+    for png in ("options_d10.png", "n_components.png"):
+        assert png in text and (page.parent / png).stat().st_size > 1000
+    assert "Finding." in text and "entropy lower bound" in text
+    module = __import__("sys").modules["workbench_studies.nn4post_ablation"]
+    s = module.summary(run).set_index(["target", "start", "method"]).sort_index()["kl_median"]
+    near = s.loc[("three peaks d=10", "near peaks")]
+    frozen = s.loc[("three peaks d=10", "main peak frozen")]
+    base = module.BASE
+    # softmax is shift-invariant: the three gauge forms give the same fit
+    assert near["gauge: none"] == pytest.approx(near[base], rel=1e-3)
+    assert near["gauge: mean gradient"] == pytest.approx(near[base], rel=1e-3)
+    assert near["entropy: lower bound"] > 3 * near[base]  # the bound costs accuracy (sec. 3.3.1)
+    assert frozen[base] > 0.8 and frozen["frozen fix: divide"] < 0.2  # the fix revives the main peak
+    nc = s.loc[("mixture d=2", "box")]
+    assert nc["N_c = 1"] > 0.8 and nc["N_c = 5"] < 0.05

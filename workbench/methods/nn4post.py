@@ -59,8 +59,9 @@ class NN4Post(Method):
         initial point; None gives sqrt(d) (the sec. 7.1.1 scaling). ``init_scale``: initial sds
         (ln 2, i.e. zeta = 0, by default). ``init_from``: a fitted Laplace result (or any
         object with ``mean`` and ``cov``) to centre the components on, jittered by its sds;
-        or a ``GaussianMixture`` (or a result holding one) with ``n_components`` components,
-        whose weights, means and scales are the start (a warm start).
+        or a ``GaussianMixture`` (or a result holding one, or a dict with its "weights", "means"
+        and "scales") with ``n_components`` components, whose weights, means and scales are the
+        start (a warm start).
     converge_window, converge_patience, converge_tol : the early-stopping rule (see
         ``workbench/vi/fit.py``); tol = 0 switches it off.
     restarts : independent fits from different random starts, run in parallel, keeping the
@@ -129,7 +130,8 @@ class NN4Post(Method):
 
     def settings(self) -> dict:
         s = super().settings()
-        s["init_from"] = None if self.init_from is None else type(self.init_from).__name__
+        s["init_from"] = (self.init_from if isinstance(self.init_from, dict) or self.init_from is None
+                          else type(self.init_from).__name__)
         if s.get("init_weights") is not None:
             s["init_weights"] = np.asarray(s["init_weights"]).tolist()
         return s
@@ -145,6 +147,8 @@ class NN4Post(Method):
         else:
             a = np.zeros(k)
         approx = None if self.init_from is None else getattr(self.init_from, "approximation", self.init_from)
+        if isinstance(approx, dict):  # {"weights", "means", "scales"}: a JSON-able warm start (study specs)
+            approx = GaussianMixture(approx["weights"], approx["means"], approx["scales"])
         if isinstance(approx, GaussianMixture) and len(approx.weights) == k:
             # warm start from an earlier fit (or any mixture of the same size, sec. 5)
             if approx.means.shape != (k, d):
