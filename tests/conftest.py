@@ -1,3 +1,22 @@
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # headless: figures render to files only
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def quick_study(tmp_path_factory):
+    """``quick_study(name) -> (run, page)``: the study's quick mode, run once per test session
+    into one shared output folder and cache (so reference posteriors are computed once)."""
+    out = tmp_path_factory.mktemp("quick_reports")
+    done = {}
+
+    def run(name):
+        if name not in done:
+            from workbench.study import load_study, run_and_report
+
+            done[name] = run_and_report(load_study(name), quick=True, out=out, progress=False)
+        return done[name]
+
+    return run

@@ -8,7 +8,6 @@ import pytest
 
 import workbench as wb
 from workbench.approximations import GaussianMixture
-from workbench.study import load_study, run_and_report
 from workbench.study.extras import mean_field_sd, posterior_sd_ratios
 
 
@@ -27,8 +26,9 @@ def test_posterior_sd_ratios_against_the_conjugate_posterior_by_hand():
     assert ratios["sd_ratio_exact"] == pytest.approx(np.median(scales[0] / exact_sd))
 
 
-def test_minibatch_quick_study_renders_its_finding(tmp_path):
-    run, page = run_and_report(load_study("minibatch"), quick=True, executor="serial", out=tmp_path, progress=False)
+@pytest.mark.slow
+def test_minibatch_quick_study_renders_its_finding(quick_study):
+    run, page = quick_study("minibatch")
     assert run.failed == 0
     text = page.read_text()
     assert "sd_ratio.png" in text and (page.parent / "sd_ratio.png").stat().st_size > 1000
@@ -39,9 +39,8 @@ def test_minibatch_quick_study_renders_its_finding(tmp_path):
 
 
 @pytest.mark.slow
-def test_dimension_scaling_quick_study(tmp_path):
-    study = load_study("dimension_scaling")
-    run, page = run_and_report(study, quick=True, executor="local", workers=2, out=tmp_path, progress=False)
+def test_dimension_scaling_quick_study(quick_study):
+    run, page = quick_study("dimension_scaling")
     assert run.failed == 0
     text = page.read_text()
     for png in ("cost_vs_dimension.png", "accuracy_vs_dimension.png", "step_size.png", "rwm_optimal_acceptance.png", "r1.png"):
@@ -60,8 +59,8 @@ def test_dimension_scaling_quick_study(tmp_path):
 
 
 @pytest.mark.slow
-def test_nn4post_ablation_quick_study(tmp_path):
-    run, page = run_and_report(load_study("nn4post_ablation"), quick=True, executor="serial", out=tmp_path, progress=False)
+def test_nn4post_ablation_quick_study(quick_study):
+    run, page = quick_study("nn4post_ablation")
     assert run.failed == 0
     text = page.read_text()
     for png in ("options_d10.png", "n_components.png"):
@@ -79,3 +78,45 @@ def test_nn4post_ablation_quick_study(tmp_path):
     assert frozen[base] > 0.8 and frozen["frozen fix: divide"] < 0.2  # the fix revives the main peak
     nc = s.loc[("mixture d=2", "box")]
     assert nc["N_c = 1"] > 0.8 and nc["N_c = 5"] < 0.05
+
+
+def test_theorem1_quantities_against_the_conjugate_posterior_by_hand():
+    from workbench.study.extras import theorem1_quantities
+
+    t = wb.targets.linear_regression("synthetic", n_data=200, dim=3, noise_sd=1.0, prior_sd=10.0, seed=0)
+    X, y = t.data[0], t.data[1]
+    precision = X.T @ X + np.eye(3) / 100.0  # the conjugate posterior, directly
+    cov = np.linalg.inv(precision)
+    mean = cov @ X.T @ y
+    m_q = mean + np.array([0.02, -0.01, 0.03])  # an imperfect mean-field q
+    s_q = 1.2 / np.sqrt(np.diag(precision))
+    fake = wb.Result(method="fake", target=t.name, draws=np.zeros((1, 1, 3)), cost=wb.Cost(0, 0, 0.0),
+                     param_names=t.param_names, approximation=GaussianMixture([1.0], m_q[None], s_q[None]))
+    out = theorem1_quantities(fake, t)
+    # Theorem 1's left side: ||X (m - m_q)|| / ||X m||, with f(x; theta) = x . theta
+    assert out["rel_error"] == pytest.approx(np.linalg.norm(X @ (mean - m_q)) / np.linalg.norm(X @ mean), rel=1e-10)
+    # the loss: KL(q||p) between two Gaussians in closed form
+    kl = 0.5 * (np.trace(precision @ np.diag(s_q**2)) + (m_q - mean) @ precision @ (m_q - mean) - 3
+                + np.linalg.slogdet(cov)[1] - np.sum(np.log(s_q**2)))
+    assert abs(out["kl"] - kl) < 4 * out["neg_elbo_se"] + 1e-3
+    assert abs(out["log_z_is"] - t.truth.log_z) < 0.05  # q is close: importance sampling recovers the evidence
+
+
+@pytest.mark.slow
+def test_theorem1_quick_study(quick_study):
+    run, page = quick_study("theorem1")
+    assert run.failed == 0
+    text = page.read_text()
+    for png in ("error_vs_loss.png", "training.png"):
+        assert png in text and (page.parent / png).stat().st_size > 1000
+    assert "Finding." in text and "Theorem 1 predicts" in text
+    module = __import__("sys").modules["workbench_studies.theorem1"]
+    t = module.with_kl(run.table)
+    lin = t[t["target"] == "linear regression"]
+    assert (lin["log_z_source"] == "exact").all() and np.allclose(lin["loss"], lin["kl"])
+    # training lowers both sides of the theorem: the longest fits beat the shortest
+    for _, g in t.groupby("target"):
+        first, last = g[g["iterations"] == g["iterations"].min()], g[g["iterations"] == g["iterations"].max()]
+        assert last["loss"].max() < 0.1 * first["loss"].min() and last["rel_error"].max() < first["rel_error"].min()
+    slopes = module.slopes(run.table)
+    assert np.all((slopes["slope"] > 0.2) & (slopes["slope"] < 1.2))  # error and loss rise and fall together

@@ -17,7 +17,7 @@ import pytest
 
 import workbench.study.runner as runner_module
 from workbench import cli
-from workbench.study import Cell, Study, load_study, render_index, run_and_report, run_study
+from workbench.study import Cell, Study, render_index, run_and_report, run_study
 
 from .study_fixtures import GAUSS, STUDY_FILE, TINY
 
@@ -164,7 +164,7 @@ def test_a_report_page_and_the_index(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_quick_reports_render(tmp_path):
+def test_the_quick_reports_render(quick_study):
     """`make report` in small: every quick study runs, every image exists and is a valid PNG,
     every table has its columns, and the index links every study."""
     from workbench.study import available_studies
@@ -172,7 +172,7 @@ def test_the_quick_reports_render(tmp_path):
     names = list(available_studies())
     assert {"accuracy", "performance"} <= set(names)
     for name in names:
-        run, page = run_and_report(load_study(name), quick=True, out=tmp_path, progress=False)
+        run, page = quick_study(name)
         images = _html_images(page)
         assert len(images) >= (3 if name in ("accuracy", "performance") else 1), name
         for image in images:
@@ -181,10 +181,11 @@ def test_the_quick_reports_render(tmp_path):
         columns = set(run.table.columns)
         assert {"target", "method", "seed", "status", "grad_evals", "w1_mean", "mean_err_max", "ess_bulk_min"} <= columns
         assert (run.table["status"] == "ok").mean() > 0.9, run.table[run.table["status"] != "ok"][["target", "method", "error"]]
-    index = render_index(tmp_path).read_text()
+    out = run.out  # one folder for every quick study
+    index = render_index(out).read_text()
     for name in names:
         assert f"href='{name}/index.html'" in index
-    perf = pd.read_csv(tmp_path / "performance" / "table.csv")
+    perf = pd.read_csv(out / "performance" / "table.csv")
     assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
     assert (perf["overhead"].dropna() > 0.5).all()
 

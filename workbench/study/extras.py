@@ -191,9 +191,10 @@ def vi_quality(result, target, reference=None) -> dict:
     """The fitted q's loss, measured well: ``neg_elbo`` = E_q[log q - log p] from ``VI_DRAWS``
     fresh draws of q (with its standard error), ``kl`` = neg_elbo + log Z when the target's
     evidence is known (KL(q||p) >= 0), and ``log_z_is`` = the importance-sampling estimate of
-    log Z with q as proposal (a lower bound in expectation). The per-iteration ELBO estimate
+    log Z with q as proposal (a lower bound in expectation; ``log_z_is_khat`` is its Pareto
+    k-hat diagnostic). The per-iteration ELBO estimate
     and smallest weight c_i, in block means, go to "_arrays"."""
-    from ..methods.importance import compute_log_ratios
+    from ..methods.importance import compute_log_ratios, pareto_khat
 
     q = result.approximation
     x = q.sample(VI_DRAWS, np.random.default_rng(777))
@@ -203,6 +204,7 @@ def vi_quality(result, target, reference=None) -> dict:
         "neg_elbo": float(-np.mean(log_ratio)),
         "neg_elbo_se": float(np.std(log_ratio, ddof=1) / math.sqrt(VI_DRAWS)),
         "log_z_is": float(logsumexp(log_ratio) - math.log(VI_DRAWS)),
+        "log_z_is_khat": float(pareto_khat(log_ratio)[1]),  # > 0.7: the IS estimate is unreliable
         "kl": math.nan,
         "iterations": int(np.size(result.stats.get("elbo", []))),
     }
@@ -233,11 +235,16 @@ PREDICT_DRAWS = 2000
 PREDICT_POINTS = 50
 
 
+def _model(target) -> str:
+    """Which built-in model a target is ("linear_regression", "bnn", ...), from its spec."""
+    return (target.spec or {}).get("factory", target.name)
+
+
 def prediction_inputs(target) -> np.ndarray:
     """The inputs x at which <f>(x) is compared: the data rows for a regression, an evenly
     spaced grid over the data's range for a one-input BNN."""
     X = target.data[0]
-    if target.name == "bnn" and X.shape[1] == 1:
+    if _model(target) == "bnn" and X.shape[1] == 1:
         lo, hi = X.min(), X.max()
         return np.linspace(lo, hi, PREDICT_POINTS)[:, None]
     return X
@@ -246,11 +253,12 @@ def prediction_inputs(target) -> np.ndarray:
 def predictions(target, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
     """f(x; theta) for every theta (rows) and input x (rows of X): (n_theta, n_x)."""
     thetas = np.atleast_2d(thetas)
-    if target.name == "linear_regression":
+    model = _model(target)
+    if model == "linear_regression":
         return thetas @ X.T
-    if target.name == "logistic_regression":
+    if model == "logistic_regression":
         return 1.0 / (1.0 + np.exp(-(thetas @ X.T)))
-    if target.name == "bnn":
+    if model == "bnn":
         from ..targets.bnn import bnn_predict
 
         sizes = target.data[3]
@@ -269,7 +277,7 @@ def predictive_mean(target, reference=None, X=None) -> np.ndarray:
     regression, else the mean over the reference draws."""
     X = prediction_inputs(target) if X is None else X
     truth = target.truth
-    if target.name == "linear_regression" and truth is not None:
+    if _model(target) == "linear_regression" and truth is not None:
         return X @ truth.mean
     if reference is None:
         raise ValueError(f"target {target.name!r} needs reference draws for its predictive mean")
@@ -286,7 +294,7 @@ def theorem1_quantities(result, target, reference=None) -> dict:
     X = prediction_inputs(target)
     f_exact = predictive_mean(target, reference, X)
     q = result.approximation
-    if target.name == "linear_regression":
+    if _model(target) == "linear_regression":
         f_q = X @ q.mean
     else:
         f_q = predictions(target, q.sample(PREDICT_DRAWS, np.random.default_rng(779)), X).mean(axis=0)
