@@ -120,3 +120,40 @@ def test_theorem1_quick_study(quick_study):
         assert last["loss"].max() < 0.1 * first["loss"].min() and last["rel_error"].max() < first["rel_error"].min()
     slopes = module.slopes(run.table)
     assert np.all((slopes["slope"] > 0.2) & (slopes["slope"] < 1.2))  # error and loss rise and fall together
+
+
+def test_marginal_accuracy_against_closed_form_total_variation():
+    from scipy import stats
+
+    from workbench.study.extras import marginal_accuracy
+
+    t = wb.targets.gaussian(3)
+    shift = np.array([0.5, 0.0, 1.0])
+    q = GaussianMixture([1.0], shift[None], np.ones((1, 3)))
+    draws = q.sample(4000, np.random.default_rng(0))[None]
+    fake = wb.Result(method="fake", target=t.name, draws=draws, cost=wb.Cost(0, 0, 0.0), param_names=t.param_names,
+                     approximation=q)
+    out = marginal_accuracy(fake, t)
+    # TV between N(delta, 1) and N(0, 1) is 2 Phi(delta / 2) - 1; the grid covers 99% of the truth
+    exact = np.mean(2 * stats.norm.cdf(shift / 2) - 1)
+    assert out["tv_analytic"] == pytest.approx(exact, abs=0.01)
+    assert abs(out["tv_kde"] - exact) < 0.05  # a KDE of 4,000 draws adds smoothing and noise
+    assert out["_arrays"]["pdf_analytic"].shape == (3, out["_arrays"]["grid"].shape[1])
+
+
+@pytest.mark.slow
+def test_marginalization_quick_study(quick_study):
+    run, page = quick_study("marginalization")
+    assert run.failed == 0
+    text = page.read_text()
+    for png in ("tv.png", "marginals_mixture.png", "marginals_funnel.png", "marginals_bnn.png"):
+        assert png in text and (page.parent / png).stat().st_size > 1000
+    assert "Finding." in text and "Transfer" in text
+    module = __import__("sys").modules["workbench_studies.marginalization"]
+    s = module.summary(run.table).set_index(["target", "method"])
+    assert ((s["tv_kde"].dropna() <= 1) & (s["tv_kde"].dropna() >= 0)).all()
+    # on the mixture and the funnel, the analytic marginal beats a KDE of the same q's draws
+    for target in ("mixture d=4", "funnel d=5"):
+        assert s.loc[(target, "NN4Post"), "tv_analytic"] < s.loc[(target, "NN4Post"), "tv_kde"]
+    tr = module.transfer(run.table)
+    assert len(tr) and (tr["transfer_q_marginal_ess_frac"] > tr["transfer_default_ess_frac"]).all()
