@@ -120,8 +120,10 @@ def test_nuts_reports_divergences_on_the_centred_funnel():
 
 
 def test_nuts_converges_on_a_100d_gaussian():
+    # 1,000 draws per chain: with 500, the largest of 100 split R-hats scatters around 1.01
+    # over seeds (1.007-1.017 measured) even when the chains are fine
     t = wb.targets.gaussian(100, scales="logspace")
-    res = wb.methods.NUTS(chains=4, warmup=500, draws=500).run(t, seed=2)
+    res = wb.methods.NUTS(chains=4, warmup=500, draws=1000).run(t, seed=2)
     row = wb.metrics.evaluate(res, t)
     assert row["r_hat_max"] < 1.01
     assert row["mean_err_max"] < 0.2 and row["sd_err_max"] < 0.15

@@ -23,6 +23,7 @@ from numba import types
 
 from ..jit import VEC, target_kernel
 from .mass_adaptation import (
+    LATE_UPDATE_EVERY,
     MASS_GRADIENT,
     MASS_STAN,
     gradient_based_variance,
@@ -30,8 +31,10 @@ from .mass_adaptation import (
     welford_add,
     welford_reset,
 )
+from .metric import momentum_sd
 from .step_size import dual_averaging_start, dual_averaging_update, find_reasonable_step_size
-from .trajectory import N_TREE, N_VECS, PROP_G, PROP_P, PROP_Q, nuts_transition, static_transition
+from .termination import N_CHECKPOINT_ROWS
+from .trajectory import N_VECS, P0, PAIR_G, PAIR_Q, nuts_transition, static_transition
 
 # integer settings
 (I_WARMUP, I_DRAWS, I_ALGORITHM, I_N_LEAPFROG, I_MAX_DEPTH, I_MASS, I_WINDOW_START,
@@ -77,7 +80,9 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
     jitter = fsettings[F_JITTER]
 
     vecs = np.zeros((N_VECS, d))
-    tree = np.zeros((N_TREE, max_depth + 1, d))
+    ckpt = np.zeros((N_CHECKPOINT_ROWS, max(max_depth, 1), d))  # termination.checkpoints
+    sd = np.empty(d)  # the momentum's sds, 1 / sqrt(inv_mass)
+    momentum_sd(inv_mass, sd)
     # Welford accumulators: rows 0-1 (mean, m2) of draws, 2-3 of gradients; 4-7 background
     acc = np.zeros((8, d))
     g = np.empty(d)
@@ -86,7 +91,7 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
     step = fsettings[F_STEP]
     if step <= 0.0:
         step, k = find_reasonable_step_size(
-            logp_grad, data, q, g, logp, inv_mass, rng, 1.0, vecs[PROP_Q], vecs[PROP_P], vecs[PROP_G]
+            logp_grad, data, q, g, logp, inv_mass, sd, rng, 1.0, vecs[PAIR_Q], vecs[P0], vecs[PAIR_G]
         )
         n_grad += k
     da = dual_averaging_start(step)
@@ -104,11 +109,11 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
             eps = step * (1.0 + jitter * (2.0 * rng.random() - 1.0))
         if algorithm == ALGO_NUTS:
             logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
-                logp_grad, data, q, g, logp, eps, inv_mass, max_depth, max_energy_error, rng, vecs, tree
+                logp_grad, data, q, g, logp, eps, inv_mass, sd, max_depth, max_energy_error, rng, vecs, ckpt
             )
         else:
             logp, accept, n, diverging, energy, energy_error = static_transition(
-                logp_grad, data, q, g, logp, eps, n_leapfrog, inv_mass, max_energy_error, rng, vecs
+                logp_grad, data, q, g, logp, eps, n_leapfrog, inv_mass, sd, max_energy_error, rng, vecs
             )
             depth = 0
         n_grad += n
@@ -130,13 +135,14 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
                 n_window = welford_add(acc[0], acc[1], n_window, q)
                 if it + 1 == window_ends[window]:
                     stan_regularised_variance(acc[1], n_window, inv_mass)
+                    momentum_sd(inv_mass, sd)
                     welford_reset(acc[0], acc[1])
                     n_window = 0
                     window += 1
                     if adapt_step:  # the metric changed: restart the step-size adaptation
                         step, k = find_reasonable_step_size(
-                            logp_grad, data, q, g, logp, inv_mass, rng, step,
-                            vecs[PROP_Q], vecs[PROP_P], vecs[PROP_G],
+                            logp_grad, data, q, g, logp, inv_mass, sd, rng, step,
+                            vecs[PAIR_Q], vecs[P0], vecs[PAIR_G],
                         )
                         n_grad += k
                         da = dual_averaging_start(step)
@@ -145,9 +151,11 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
                 welford_add(acc[2], acc[3], n_fore - 1, g)
                 n_back = welford_add(acc[4], acc[5], n_back, q)
                 welford_add(acc[6], acc[7], n_back - 1, g)
-                if n_fore >= 3:
+                early = it < isettings[I_EARLY_END]
+                if n_fore >= 3 and (early or it % LATE_UPDATE_EVERY == 0 or it + 1 == isettings[I_MASS_END]):
                     gradient_based_variance(acc[1], acc[3], inv_mass)
-                switch = isettings[I_SWITCH_EARLY] if it < isettings[I_EARLY_END] else isettings[I_SWITCH_LATE]
+                    momentum_sd(inv_mass, sd)
+                switch = isettings[I_SWITCH_EARLY] if early else isettings[I_SWITCH_LATE]
                 if n_back >= switch:  # the background window becomes the foreground
                     for r in range(4):
                         acc[r, :] = acc[r + 4, :]

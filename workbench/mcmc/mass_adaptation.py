@@ -13,6 +13,9 @@ forgotten its start. The estimate is refreshed at every warmup iteration from a
 *foreground* window, while a *background* window accumulates; every ``switch`` draws the
 background replaces the foreground (short switches early, longer later), so early
 transient draws are forgotten quickly. The last part of warmup adapts the step size only.
+Once the windows are long (after the early phase), one more draw barely moves the
+estimate, and the metric is refreshed every ``LATE_UPDATE_EVERY`` draws instead: its two
+square roots and divisions per coordinate cost as much as a cheap target's gradient.
 
 Welford accumulators are plain arrays (mean, m2) plus a count, updated without allocation.
 """
@@ -28,15 +31,17 @@ MASS_NONE = 0
 MASS_STAN = 1
 MASS_GRADIENT = 2
 SCHEMES = {"none": MASS_NONE, "stan": MASS_STAN, "gradient": MASS_GRADIENT}
+LATE_UPDATE_EVERY = 10
 
 
 @njit(cache=True)
 def welford_add(mean, m2, count, x):
     """Adds x to the running (mean, m2) of ``count`` values; returns the new count."""
     count += 1
+    weight = 1.0 / count  # one division, not one per coordinate
     for i in range(x.size):
         delta = x[i] - mean[i]
-        mean[i] += delta / count
+        mean[i] += delta * weight
         m2[i] += delta * (x[i] - mean[i])
     return count
 

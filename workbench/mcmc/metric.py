@@ -11,14 +11,35 @@ import math
 
 from numba import njit
 
+from ..jit import NO_NRT
 from ..numerics import REASSOC
+from ..rng import fill_standard_normal
 
 
 @njit(cache=True)
-def sample_momentum(rng, inv_mass, p):
-    """p ~ N(0, diag(1 / inv_mass)), written into p."""
-    for i in range(p.size):
-        p[i] = rng.standard_normal() / math.sqrt(inv_mass[i])
+def momentum_sd(inv_mass, out):
+    """The momentum's sds 1 / sqrt(inv_mass), written into out (once per metric update)."""
+    for i in range(out.size):
+        out[i] = 1.0 / math.sqrt(inv_mass[i])
+
+
+@njit(cache=True, **NO_NRT)
+def sample_momentum(rng, sd, p):
+    """p ~ N(0, M), M = diag(sd^2), written into p; returns its kinetic energy 1/2 p^T M^-1 p.
+
+    With p = sd z the kinetic energy is 1/2 |z|^2, computed on the way.
+    """
+    fill_standard_normal(rng, p)
+    return _scale_and_half_square(p, sd)
+
+
+@njit(cache=True, fastmath=REASSOC, **NO_NRT)
+def _scale_and_half_square(z, sd):
+    k = 0.0
+    for i in range(z.size):
+        k += z[i] * z[i]
+        z[i] *= sd[i]
+    return 0.5 * k
 
 
 @njit(cache=True, fastmath=REASSOC)
@@ -31,18 +52,10 @@ def kinetic_energy(p, inv_mass):
 
 
 @njit(cache=True)
-def velocity(p, inv_mass, out):
-    """dK/dp = M^-1 p (Betancourt's p-sharp), written into out."""
-    for i in range(p.size):
-        out[i] = inv_mass[i] * p[i]
-
-
-@njit(cache=True)
 def sample_momentum_dense(rng, mass_chol, p):
     """p ~ N(0, M) with M = L L^T, L = ``mass_chol`` (lower triangular); written into p."""
     d = p.size
-    for i in range(d):
-        p[i] = rng.standard_normal()
+    fill_standard_normal(rng, p)
     for i in range(d - 1, -1, -1):  # p = L z, in place from the last row up
         s = 0.0
         for j in range(i + 1):

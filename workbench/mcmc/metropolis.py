@@ -27,6 +27,7 @@ import numpy as np
 from numba import types
 
 from ..jit import VEC, target_kernel
+from ..rng import fill_standard_normal
 from .chains import C_PROGRESS, C_STOP, CHAIN_RETURN, _IVEC, _MAT, _RNG
 from .mass_adaptation import stan_regularised_variance, welford_add, welford_reset
 
@@ -70,8 +71,9 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
     for it in range(n_total):
         if control[C_STOP] != 0 or (budget >= 0 and n_evals >= budget):
             break
+        fill_standard_normal(rng, y)
         for i in range(d):
-            y[i] = x[i] + scale * sd[i] * rng.standard_normal()
+            y[i] = x[i] + scale * sd[i] * y[i]
         logp_y = logp_grad(y, g, data)
         n_evals += 1
         log_ratio = logp_y - logp

@@ -64,11 +64,12 @@ def dual_averaging_update(state, accept_prob, target):
 
 
 @njit(cache=True, **NO_NRT)
-def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, rng, step_size, work_q, work_p, work_g):
+def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, momentum_sd, rng, step_size, work_q, work_p,
+                              work_g):
     """Double or halve ``step_size`` until one leapfrog step's acceptance crosses 0.8.
 
     Hoffman & Gelman (2014), Algorithm 4, in Stan's form (threshold log 0.8). The state
-    (q, g, logp) is not changed; ``work_*`` are scratch vectors. Returns
+    (q, g, logp) is not changed; ``momentum_sd`` = 1 / sqrt(inv_mass); ``work_*`` are scratch vectors. Returns
     (step_size, gradient evaluations used). Gives up at 100 doublings or halvings, or
     when the step leaves [1e-10, 1e7], returning the last value.
     """
@@ -78,8 +79,7 @@ def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, rng, step_s
         for i in range(q.size):
             work_q[i] = q[i]
             work_g[i] = g[i]
-        sample_momentum(rng, inv_mass, work_p)
-        h0 = -logp + kinetic_energy(work_p, inv_mass)
+        h0 = -logp + sample_momentum(rng, momentum_sd, work_p)
         lp = leapfrog(logp_grad, data, work_q, work_p, work_g, step_size, inv_mass)
         n_grad += 1
         h = -lp + kinetic_energy(work_p, inv_mass)

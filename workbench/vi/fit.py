@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit, types
 
 from ..jit import VEC, target_kernel
+from ..rng import fill_standard_normal
 from .elbo import GAUGE_MEAN_GRAD, loss_and_gradient, loss_and_gradient_batch
 
 # integer settings
@@ -105,7 +106,8 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
     m1 = np.zeros(params.size)
     m2 = np.zeros(params.size)
     previous = params.copy()
-    eta = np.empty((k, n_s, d))
+    eta_flat = np.empty(k * n_s * d)
+    eta = eta_flat.reshape((k, n_s, d))
     work = np.zeros((3, d))
     c = np.zeros(k)
     log_c = np.zeros(k)
@@ -132,10 +134,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
             break
         r = rescale_factor(t, steps, dynamic_r, fsettings[F_R], fsettings[F_R_START],
                            fsettings[F_R_WARM], fsettings[F_R_RAMP])
-        for i in range(k):
-            for s in range(n_s):
-                for j in range(d):
-                    eta[i, s, j] = rng.standard_normal()
+        fill_standard_normal(rng, eta_flat)  # eta ~ N(0, I), (K, S, d)
         if batch > 0:
             for j in range(batch):  # partial Fisher-Yates: batch rows without replacement
                 pick = j + int(rng.random() * (n_data - j))
