@@ -3,7 +3,9 @@
 Prints, per sampler and target, with one chain: gradient evaluations (warmup + sampling),
 wall time, min bulk ESS, ESS per second, ESS per 1,000 gradients (warmup included) and the
 overhead ratio = sampling wall time / (gradient evaluations x time of one logp_grad call
-measured in a jitted loop in the same run). Then NUTS's two mass-adaptation schemes side by
+measured in a jitted loop in the same run), and ``momentum``: the part of that ratio spent
+drawing the momenta alone (d normals per transition, timed in the same run), a floor no
+implementation of the algorithm goes below. Then NUTS's two mass-adaptation schemes side by
 side (4 chains). Goals (issue 3): overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients
 on the Gaussian.
 
@@ -16,13 +18,14 @@ import argparse
 
 
 import workbench as wb
-from workbench.mcmc.timing import seconds_per_gradient
+from workbench.mcmc.timing import seconds_per_gradient, seconds_per_normal
 
 
 def measure(method, target, seed):
     res = method.run(target, seed=seed)
     row = wb.metrics.evaluate(res, target)
     t_grad = seconds_per_gradient(target, res.draws[0, -1])
+    transitions = sum(res.info["iterations_per_chain"])
     return {
         "grads": res.cost.grad_evals,
         "warmup_grads": res.cost.warmup_grad_evals,
@@ -32,6 +35,7 @@ def measure(method, target, seed):
         "ess_per_1k_grad": row["ess_per_1k_grad"],
         "grad_us": 1e6 * t_grad,
         "overhead": res.cost.wall_seconds / (res.cost.grad_evals * t_grad),
+        "momentum": transitions * target.dim * seconds_per_normal() / (res.cost.grad_evals * t_grad),
         "r_hat_max": row["r_hat_max"],
     }
 
@@ -72,7 +76,8 @@ def main(argv=None):
         ]:
             rows.append((name, t.name, measure(method, t, args.seed)))
     print("One chain each; ESS per 1,000 gradients counts warmup and sampling gradients.\n")
-    print_table(rows, ["grads", "wall_s", "ess_bulk_min", "ess_per_s", "ess_per_1k_grad", "grad_us", "overhead"])
+    print_table(rows, ["grads", "wall_s", "ess_bulk_min", "ess_per_s", "ess_per_1k_grad", "grad_us", "overhead",
+                       "momentum"])
 
     print("\nNUTS mass-matrix adaptation on gaussian(d=100, sds 0.1..10), 4 chains:\n")
     t = targets[0]
