@@ -16,8 +16,7 @@ from . import user_functions as uf
 def _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact):
     w = E.workspace(*mu.shape)
     loss, _, _ = E.loss_and_gradient(
-        t.logp_grad, t.data, a, mu, zeta, eta, r, gauge, 0.0, exact, w["work"], w["c"], w["log_c"],
-        w["log_n"], w["sigma"], w["log_sigma"], w["dsigma"], w["grad_c"], w["grad_sigma"],
+        t.logp_grad, t.data, a, mu, zeta, eta, r, gauge, 0.0, exact, w["work"], w["comp"], w["shape"],
         w["grad_a"], w["grad_mu"], w["grad_zeta"],
     )
     return loss, (w["grad_a"].copy(), w["grad_mu"].copy(), w["grad_zeta"].copy())

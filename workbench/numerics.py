@@ -13,6 +13,12 @@ LOG_2PI = math.log(2.0 * math.pi)
 # by testing for NaN and inf.
 REASSOC = {"reassoc", "contract"}
 
+# Numba's default error model tests every floating division for a zero divisor (to raise
+# ZeroDivisionError), and that test keeps a loop with a division from vectorising: measured
+# 1/sqrt(x) over 100 values in 415 ns, against 105 ns with NumPy's model, where x / 0 is inf or
+# nan. Kernels look for NaN and inf themselves, so their numeric helpers use NumPy's model.
+NUMPY_ERRORS = {"error_model": "numpy"}
+
 
 @njit(cache=True, inline="always")
 def log1pexp(x):

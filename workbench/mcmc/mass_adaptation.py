@@ -27,6 +27,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..numerics import NUMPY_ERRORS
+
 MASS_NONE = 0
 MASS_STAN = 1
 MASS_GRADIENT = 2
@@ -34,7 +36,7 @@ SCHEMES = {"none": MASS_NONE, "stan": MASS_STAN, "gradient": MASS_GRADIENT}
 LATE_UPDATE_EVERY = 10
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def welford_add(mean, m2, count, x):
     """Adds x to the running (mean, m2) of ``count`` values; returns the new count."""
     count += 1
@@ -46,14 +48,14 @@ def welford_add(mean, m2, count, x):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def welford_reset(mean, m2):
     for i in range(mean.size):
         mean[i] = 0.0
         m2[i] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def stan_regularised_variance(m2, count, out):
     """Stan's shrinkage of the window variance toward 1e-3 (with weight 5 / (n + 5))."""
     n = float(count)
@@ -62,13 +64,12 @@ def stan_regularised_variance(m2, count, out):
         out[i] = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def gradient_based_variance(m2_x, m2_g, out):
     """inv_mass_i = sqrt(Var(x_i) / Var(grad_i)), clipped to [1e-10, 1e10]; counts cancel."""
-    for i in range(out.size):
-        if m2_g[i] > 0.0 and m2_x[i] > 0.0:
-            v = math.sqrt(m2_x[i] / m2_g[i])
-            out[i] = min(max(v, 1e-10), 1e10)
+    for i in range(out.size):  # branch-free, so the loop vectorises
+        v = min(max(math.sqrt(m2_x[i] / m2_g[i]), 1e-10), 1e10)
+        out[i] = v if (m2_g[i] > 0.0) & (m2_x[i] > 0.0) else out[i]
 
 
 def stan_windows(n_warmup: int, init_buffer: int = 75, term_buffer: int = 50, base_window: int = 25):

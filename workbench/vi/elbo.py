@@ -25,7 +25,15 @@ So in exact arithmetic the three gauge options give the same plain-gradient step
 differ once the frozen-out fix or Adam rescales coordinates, and numerically (sec. 3.2.1).
 
 The loops are written so that evaluating q for one draw costs O(N_c d) and a step
-O(N_c^2 S d) on top of the N_c S target gradients (the mixture's inherent cost).
+O(N_c^2 S d) on top of the N_c S target gradients (the mixture's inherent cost). What does
+not change within a step is computed once per step (``begin_step``): c, sigma, 1/sigma,
+sigmoid(zeta) and each component's log normaliser, so the per-draw passes multiply instead
+of divide and take no logarithms; a component whose responsibility underflows to 0 is skipped.
+
+Scratch space (``workspace``): ``work`` (3, d) = theta, grad log p, grad log q; ``comp``
+(N_COMP, K) = the per-component rows C, LOG_C, LOG_N (log N_j(theta) of the current draw),
+LOG_NORM (-sum_alpha log sigma_j_alpha - d/2 log 2 pi), GRAD_C; ``shape`` (N_SHAPE, K, d) =
+SIGMA, INV_SIGMA, DSIGMA (= sigmoid(zeta)), GRAD_SIGMA.
 """
 
 from __future__ import annotations
@@ -36,13 +44,20 @@ import numpy as np
 from numba import njit
 
 from ..jit import NO_NRT
-from ..numerics import LOG_2PI, log1pexp, sigmoid
+from ..numerics import LOG_2PI, NUMPY_ERRORS, REASSOC
 
 GAUGE_NONE, GAUGE_MEAN_GRAD, GAUGE_FIX_C = 0, 1, 2
 GAUGES = {"none": GAUGE_NONE, "mean_grad": GAUGE_MEAN_GRAD, "fix_c": GAUGE_FIX_C}
 
+# rows of the scratch arrays (see the module docstring)
+C, LOG_C, LOG_N, LOG_NORM, GRAD_C = range(5)
+N_COMP = 5
+SIGMA, INV_SIGMA, DSIGMA, GRAD_SIGMA = range(4)
+N_SHAPE = 4
+THETA, GRAD_P, GRAD_Q = range(3)
 
-@njit(cache=True)
+
+@njit(cache=True, **NUMPY_ERRORS)
 def mixture_weights(a, r, gauge, c_floor, c, log_c):
     """c = softmax(r (a - mean a)) (or softmax(r a)), floored at ``c_floor`` when it is > 0."""
     k = a.size
@@ -69,44 +84,107 @@ def mixture_weights(a, r, gauge, c_floor, c, log_c):
             log_c[i] = math.log(c_floor)
 
 
-@njit(cache=True)
-def scales(zeta, sigma, log_sigma, dsigma):
-    """sigma = softplus(zeta) (eq. 3), log sigma, and d sigma / d zeta = sigmoid(zeta)."""
+@njit(cache=True, **NUMPY_ERRORS)
+def scales(zeta, sigma, inv_sigma, dsigma, log_norm):
+    """sigma = softplus(zeta) (eq. 3), 1 / sigma, d sigma / d zeta = sigmoid(zeta), and each
+    component's log normaliser -sum_alpha log sigma - d/2 log 2 pi.
+
+    softplus(z) = log1p(e) + max(z, 0) and sigmoid(z) = 1 / (1 + e) (z >= 0) or e / (1 + e),
+    with e = exp(-|z|) shared: stable for any z, and one exp per parameter. The sum of
+    log sigma is the log of a running product, taken whenever the product leaves
+    [1e-100, 1e100], so a logarithm is needed every few dozen coordinates, not every one.
+    """
     k, d = zeta.shape
     for i in range(k):
+        sum_log = 0.0
+        product = 1.0
         for j in range(d):
-            sigma[i, j] = log1pexp(zeta[i, j])
-            log_sigma[i, j] = math.log(sigma[i, j])
-            dsigma[i, j] = sigmoid(zeta[i, j])
+            z = zeta[i, j]
+            e = math.exp(-abs(z))
+            s = math.log1p(e) + max(z, 0.0)
+            sigma[i, j] = s
+            inv_sigma[i, j] = 1.0 / s
+            dsigma[i, j] = 1.0 / (1.0 + e) if z >= 0.0 else e / (1.0 + e)
+            if 1e-100 < s < 1e100:
+                product *= s
+                if not (1e-100 < product < 1e100):
+                    sum_log += math.log(product)
+                    product = 1.0
+            else:  # too small or large to multiply safely
+                sum_log += math.log(s)
+        log_norm[i] = -(sum_log + math.log(product)) - 0.5 * d * LOG_2PI
 
 
-@njit(cache=True)
-def component_log_densities(theta, mu, sigma, log_sigma, out):
+@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+def component_log_densities(theta, mu, inv_sigma, log_norm, out):
     """out[j] = log prod_alpha N(theta_alpha; mu_j_alpha, sigma_j_alpha)."""
     k, d = mu.shape
     for j in range(k):
         s = 0.0
         for a in range(d):
-            u = (theta[a] - mu[j, a]) / sigma[j, a]
-            s += 0.5 * u * u + log_sigma[j, a]
-        out[j] = -s - 0.5 * d * LOG_2PI
+            u = (theta[a] - mu[j, a]) * inv_sigma[j, a]
+            s += u * u
+        out[j] = log_norm[j] - 0.5 * s
 
 
-@njit(cache=True)
-def accumulate_draw(i, eta_s, theta, lp, g_p, inv_s, c, log_c, mu, sigma, log_sigma,
-                    exact_entropy, log_n, g_q, grad_c, grad_mu, grad_sigma):
-    """Adds one draw's terms (component i, weight 1/S = inv_s) to the loss and gradients.
+@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+def _explicit_terms(theta, mu_j, inv_sigma_j, resp, w, g_q, grad_mu_j, grad_sigma_j):
+    """Component j's terms of one draw: -r_j u_j / sigma_j into g_q, and the explicit
+    dependence of log q on (mu_j, sigma_j), weighted by w = c_i r_j / S."""
+    for a in range(theta.size):
+        u = (theta[a] - mu_j[a]) * inv_sigma_j[a]
+        t = u * inv_sigma_j[a]
+        g_q[a] -= resp * t
+        grad_mu_j[a] += w * t
+        grad_sigma_j[a] += w * (u * u - 1.0) * inv_sigma_j[a]
 
-    Returns the draw's contribution to the loss.
+
+@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+def _pathwise_terms(coef, g_p, g_q, eta_s, grad_mu_i, grad_sigma_i):
+    """The draw's own component i: theta = sigma_i eta + mu_i moves with (mu_i, sigma_i);
+    coef = -c_i / S."""
+    for a in range(g_p.size):
+        diff = g_p[a] - g_q[a]
+        grad_mu_i[a] += coef * diff
+        grad_sigma_i[a] += coef * diff * eta_s[a]
+
+
+@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+def _single_gaussian_draw(c0, eta_s, lp, inv_s, log_norm0, inv_sigma0, g_p, grad_mu0, grad_sigma0):
+    """One draw of a one-component q (mean-field VI, Bayes by Backprop), exact entropy.
+
+    Here u = eta, so log q(theta) = log normaliser - |eta|^2 / 2 exactly, and the explicit
+    terms of log q cancel against its pathwise part: d/dmu adds -c g_p / S and d/dsigma adds
+    -c (g_p eta + 1 / sigma) / S, the familiar reparameterisation gradient. Returns f.
     """
+    half_sq = 0.0
+    coef = -c0 * inv_s
+    for a in range(eta_s.size):
+        half_sq += eta_s[a] * eta_s[a]
+        grad_mu0[a] += coef * g_p[a]
+        grad_sigma0[a] += coef * (g_p[a] * eta_s[a] + inv_sigma0[a])
+    return lp - (log_norm0 - 0.5 * half_sq)
+
+
+@njit(cache=True, **NUMPY_ERRORS)
+def accumulate_draw(i, eta_s, lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu):
+    """Adds one draw's terms (component i, weight 1/S = inv_s, log p = lp with its gradient in
+    work[GRAD_P]) to the loss and gradients. Returns the draw's contribution to the loss."""
     k, d = mu.shape
+    c, log_c, log_n, grad_c = comp[C], comp[LOG_C], comp[LOG_N], comp[GRAD_C]
+    theta, g_p, g_q = work[THETA], work[GRAD_P], work[GRAD_Q]
+    grad_sigma = shape[GRAD_SIGMA]
     if not exact_entropy:  # eq. 17: log q is not needed per draw
         grad_c[i] += -lp * inv_s
-        for a in range(d):
-            grad_mu[i, a] += -c[i] * g_p[a] * inv_s
-            grad_sigma[i, a] += -c[i] * g_p[a] * eta_s[a] * inv_s
+        g_q[:] = 0.0
+        _pathwise_terms(-c[i] * inv_s, g_p, g_q, eta_s, grad_mu[i], grad_sigma[i])
         return -c[i] * lp * inv_s
-    component_log_densities(theta, mu, sigma, log_sigma, log_n)
+    if k == 1:  # one component: closed forms (the general path below gives the same values)
+        f = _single_gaussian_draw(c[0], eta_s, lp, inv_s, comp[LOG_NORM, 0], shape[INV_SIGMA, 0], g_p,
+                                  grad_mu[0], grad_sigma[0])
+        grad_c[0] += (1.0 - f) * inv_s  # c_i N_1 / q = c_1 / c_1
+        return -c[0] * f * inv_s
+    component_log_densities(theta, mu, shape[INV_SIGMA], comp[LOG_NORM], log_n)
     m = -math.inf
     for j in range(k):
         if log_c[j] + log_n[j] > m:
@@ -116,41 +194,38 @@ def accumulate_draw(i, eta_s, theta, lp, g_p, inv_s, c, log_c, mu, sigma, log_si
         total += math.exp(log_c[j] + log_n[j] - m)
     log_q = m + math.log(total)
     f = lp - log_q
-    for a in range(d):
-        g_q[a] = 0.0
+    g_q[:] = 0.0
     for j in range(k):
         resp = math.exp(log_c[j] + log_n[j] - log_q)
-        grad_c[j] += c[i] * math.exp(log_n[j] - log_q) * inv_s
-        w = c[i] * resp * inv_s
-        for a in range(d):
-            u = (theta[a] - mu[j, a]) / sigma[j, a]
-            g_q[a] -= resp * u / sigma[j, a]
-            grad_mu[j, a] += w * u / sigma[j, a]
-            grad_sigma[j, a] += w * (u * u - 1.0) / sigma[j, a]
+        # N_j / q = r_j / c_j, without a second exp unless c_j is too small to divide by
+        n_over_q = resp / c[j] if c[j] > 1e-200 else math.exp(log_n[j] - log_q)
+        grad_c[j] += c[i] * n_over_q * inv_s
+        if resp > 0.0:  # an underflowed responsibility contributes exactly nothing below
+            _explicit_terms(theta, mu[j], shape[INV_SIGMA, j], resp, c[i] * resp * inv_s, g_q,
+                            grad_mu[j], grad_sigma[j])
     grad_c[i] += -f * inv_s
-    for a in range(d):
-        diff = g_p[a] - g_q[a]
-        grad_mu[i, a] += -c[i] * diff * inv_s
-        grad_sigma[i, a] += -c[i] * diff * eta_s[a] * inv_s
+    _pathwise_terms(-c[i] * inv_s, g_p, g_q, eta_s, grad_mu[i], grad_sigma[i])
     return -c[i] * f * inv_s
 
 
-@njit(cache=True)
-def finish_gradient(a, r, c, log_sigma, sigma, dsigma, exact_entropy, grad_c, grad_sigma, grad_a, grad_zeta):
+@njit(cache=True, **NUMPY_ERRORS)
+def finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta):
     """Adds the lower-bound entropy terms, chains sigma -> zeta and c -> a; returns the entropy part of L."""
-    k, d = sigma.shape
+    k, d = shape.shape[1], shape.shape[2]
+    c, grad_c = comp[C], comp[GRAD_C]
+    inv_sigma, grad_sigma = shape[INV_SIGMA], shape[GRAD_SIGMA]
     extra = 0.0
     if not exact_entropy:
         for i in range(k):
-            h = 0.0
+            # H[N_i] = sum_alpha (1/2 log(2 pi e) + log sigma) = d/2 - log normaliser
+            h = 0.5 * d - comp[LOG_NORM, i]
             for j in range(d):
-                h += 0.5 * (LOG_2PI + 1.0) + log_sigma[i, j]
-                grad_sigma[i, j] += -c[i] / sigma[i, j]
+                grad_sigma[i, j] += -c[i] * inv_sigma[i, j]
             extra += -c[i] * h
             grad_c[i] += -h
     for i in range(k):
         for j in range(d):
-            grad_zeta[i, j] = grad_sigma[i, j] * dsigma[i, j]
+            grad_zeta[i, j] = grad_sigma[i, j] * shape[DSIGMA, i, j]
     mean_gc = 0.0
     for i in range(k):
         mean_gc += c[i] * grad_c[i]
@@ -159,85 +234,78 @@ def finish_gradient(a, r, c, log_sigma, sigma, dsigma, exact_entropy, grad_c, gr
     return extra
 
 
-@njit(cache=True)
-def begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma):
+@njit(cache=True, **NUMPY_ERRORS)
+def begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu):
     """Weights and scales for this step's parameters; gradients zeroed."""
-    mixture_weights(a, r, gauge, c_floor, c, log_c)
-    scales(zeta, sigma, log_sigma, dsigma)
-    grad_c[:] = 0.0
+    mixture_weights(a, r, gauge, c_floor, comp[C], comp[LOG_C])
+    scales(zeta, shape[SIGMA], shape[INV_SIGMA], shape[DSIGMA], comp[LOG_NORM])
+    comp[GRAD_C, :] = 0.0
     grad_mu[:, :] = 0.0
-    grad_sigma[:, :] = 0.0
+    shape[GRAD_SIGMA, :, :] = 0.0
 
 
-@njit(cache=True, **NO_NRT)
+@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+def _draw_theta(sigma_i, eta_s, mu_i, theta):
+    """theta = sigma_i eta + mu_i (eq. 14-16)."""
+    for j in range(theta.size):
+        theta[j] = sigma_i[j] * eta_s[j] + mu_i[j]
+
+
+@njit(cache=True, **NO_NRT, **NUMPY_ERRORS)
 def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact_entropy,
-                      work, c, log_c, log_n, sigma, log_sigma, dsigma, grad_c, grad_sigma,
-                      grad_a, grad_mu, grad_zeta):
+                      work, comp, shape, grad_a, grad_mu, grad_zeta):
     """The Monte Carlo loss L and its exact gradient for the draws ``eta`` (K, S, d).
 
-    ``work`` (3, d) holds theta, grad log p and grad log q. Returns (L, target gradients used,
+    Scratch arrays as :func:`workspace` makes them. Returns (L, target gradients used,
     non-finite flag). Allocates nothing.
     """
     k, n_s, d = eta.shape
-    theta, g_p, g_q = work[0], work[1], work[2]
-    begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma)
+    begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
     bad = False
     for i in range(k):
         for s in range(n_s):
-            for j in range(d):
-                theta[j] = sigma[i, j] * eta[i, s, j] + mu[i, j]
-            lp = logp_grad(theta, g_p, data)
+            _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
+            lp = logp_grad(work[THETA], work[GRAD_P], data)
             n_grad += 1
             if not math.isfinite(lp):
                 bad = True
-            loss += accumulate_draw(i, eta[i, s], theta, lp, g_p, inv_s, c, log_c, mu, sigma, log_sigma,
-                                    exact_entropy, log_n, g_q, grad_c, grad_mu, grad_sigma)
-    loss += finish_gradient(a, r, c, log_sigma, sigma, dsigma, exact_entropy, grad_c, grad_sigma, grad_a, grad_zeta)
+            loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)
+    loss += finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta)
     return loss, n_grad, bad
 
 
-@njit(cache=True, **NO_NRT)
+@njit(cache=True, **NO_NRT, **NUMPY_ERRORS)
 def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta, r, gauge, c_floor,
-                            exact_entropy, work, c, log_c, log_n, sigma, log_sigma, dsigma, grad_c,
-                            grad_sigma, grad_a, grad_mu, grad_zeta):
+                            exact_entropy, work, comp, shape, grad_a, grad_mu, grad_zeta):
     """As :func:`loss_and_gradient` with the mini-batch form scale x loglik(rows) + log prior (eq. 19-20)."""
     k, n_s, d = eta.shape
-    theta, g_p, g_q = work[0], work[1], work[2]
-    begin_step(a, zeta, r, gauge, c_floor, c, log_c, sigma, log_sigma, dsigma, grad_c, grad_mu, grad_sigma)
+    begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
     bad = False
     for i in range(k):
         for s in range(n_s):
-            for j in range(d):
-                theta[j] = sigma[i, j] * eta[i, s, j] + mu[i, j]
-            lp = logp_grad_batch(theta, g_p, data, rows, scale)
+            _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
+            lp = logp_grad_batch(work[THETA], work[GRAD_P], data, rows, scale)
             n_grad += 1
             if not math.isfinite(lp):
                 bad = True
-            loss += accumulate_draw(i, eta[i, s], theta, lp, g_p, inv_s, c, log_c, mu, sigma, log_sigma,
-                                    exact_entropy, log_n, g_q, grad_c, grad_mu, grad_sigma)
-    loss += finish_gradient(a, r, c, log_sigma, sigma, dsigma, exact_entropy, grad_c, grad_sigma, grad_a, grad_zeta)
+            loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)
+    loss += finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta)
     return loss, n_grad, bad
 
 
 def workspace(n_components: int, dim: int) -> dict:
-    """The scratch arrays loss_and_gradient needs, by name."""
+    """The scratch arrays loss_and_gradient needs, by name, and its gradient outputs."""
     k, d = n_components, dim
     return {
         "work": np.zeros((3, d)),
-        "c": np.zeros(k),
-        "log_c": np.zeros(k),
-        "log_n": np.zeros(k),
-        "sigma": np.zeros((k, d)),
-        "log_sigma": np.zeros((k, d)),
-        "dsigma": np.zeros((k, d)),
-        "grad_c": np.zeros(k),
-        "grad_sigma": np.zeros((k, d)),
+        "comp": np.zeros((N_COMP, k)),
+        "shape": np.zeros((N_SHAPE, k, d)),
         "grad_a": np.zeros(k),
         "grad_mu": np.zeros((k, d)),
         "grad_zeta": np.zeros((k, d)),

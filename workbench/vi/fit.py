@@ -18,7 +18,8 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
    ln(C_ACCURACY) + logsumexp(a) and a_i wants to decrease. Problem 1 of the paper: the
    unfrozen a_j can still raise a_min, so "clip_a" does not bound c_i below;
 4. gauge "mean_grad" subtracts the mean of dL/da (sec. 3.2.1);
-5. Adam (default) or plain gradient descent, learning rate lr x lr_final^(t / steps);
+5. Adam (default) or plain gradient descent (``optimizers.py``), learning rate
+   lr x lr_final^(t / steps);
 6. traces: ELBO estimate (-L), r_t, min c, learning rate, and the norms of the three
    gradient blocks.
 
@@ -37,8 +38,10 @@ import numpy as np
 from numba import njit, types
 
 from ..jit import VEC, target_kernel
+from ..numerics import NUMPY_ERRORS
 from ..rng import fill_standard_normal
-from .elbo import GAUGE_MEAN_GRAD, loss_and_gradient, loss_and_gradient_batch
+from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, loss_and_gradient, loss_and_gradient_batch
+from .optimizers import adam_step, all_finite, gradient_descent_step
 
 # integer settings
 (I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
@@ -56,7 +59,7 @@ TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_
 STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def rescale_factor(t, steps, dynamic, r, r_start, warm, ramp):
     """r_t: constant r, or r_start for warm x steps, then linear to 1 over ramp x steps."""
     if not dynamic:
@@ -68,7 +71,7 @@ def rescale_factor(t, steps, dynamic, r, r_start, warm, ramp):
     return min(1.0, r_start + (1.0 - r_start) * (t - start) / length)
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def _norm(x):
     s = 0.0
     for v in x:
@@ -109,14 +112,9 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
     eta_flat = np.empty(k * n_s * d)
     eta = eta_flat.reshape((k, n_s, d))
     work = np.zeros((3, d))
-    c = np.zeros(k)
-    log_c = np.zeros(k)
-    log_n = np.zeros(k)
-    sigma = np.zeros((k, d))
-    log_sigma = np.zeros((k, d))
-    dsigma = np.zeros((k, d))
-    grad_c = np.zeros(k)
-    grad_sigma = np.zeros((k, d))
+    comp = np.zeros((N_COMP, k))
+    shape = np.zeros((N_SHAPE, k, d))
+    c = comp[C]  # this step's weights, for the frozen-out fixes and the traces
     perm = np.arange(max(n_data, 1))
 
     n_grad = 0
@@ -143,13 +141,12 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
                 perm[pick] = tmp
             loss, n, bad = loss_and_gradient_batch(
                 logp_grad_batch, data, perm[:batch], fsettings[F_BATCH_SCALE], a, mu, zeta, eta, r, gauge,
-                c_floor, exact, work, c, log_c, log_n, sigma, log_sigma, dsigma, grad_c, grad_sigma,
-                grad_a, grad_mu, grad_zeta,
+                c_floor, exact, work, comp, shape, grad_a, grad_mu, grad_zeta,
             )
         else:
             loss, n, bad = loss_and_gradient(
-                logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact, work, c, log_c, log_n,
-                sigma, log_sigma, dsigma, grad_c, grad_sigma, grad_a, grad_mu, grad_zeta,
+                logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact, work, comp, shape,
+                grad_a, grad_mu, grad_zeta,
             )
         n_grad += n
         if bad or not math.isfinite(loss):
@@ -182,26 +179,14 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
             for i in range(k):
                 grad_a[i] -= mean
         lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
-        for p in range(params.size):
-            previous[p] = params[p]
         if isettings[I_OPTIMIZER] == OPT_ADAM:
-            bias1 = 1.0 - beta1 ** (t + 1)
-            bias2 = 1.0 - beta2 ** (t + 1)
-            for p in range(params.size):
-                m1[p] = beta1 * m1[p] + (1.0 - beta1) * grads[p]
-                m2[p] = beta2 * m2[p] + (1.0 - beta2) * grads[p] * grads[p]
-                step = lr * (m1[p] / bias1) / (math.sqrt(m2[p] / bias2) + fsettings[F_ADAM_EPS])
-                if dynamic_r and p < k:
-                    step *= r  # Adam ignores the gradient's scale r; keep a still while r is small
-                params[p] -= step
+            # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
+            a_factor = r if dynamic_r else 1.0
+            adam_step(params, previous, grads, m1, m2, 0, k, t, lr, beta1, beta2, fsettings[F_ADAM_EPS], a_factor)
+            adam_step(params, previous, grads, m1, m2, k, params.size, t, lr, beta1, beta2, fsettings[F_ADAM_EPS], 1.0)
         else:
-            for p in range(params.size):
-                params[p] -= lr * grads[p]
-        finite = True
-        for p in range(params.size):
-            if not math.isfinite(params[p]):
-                finite = False
-        if not finite:
+            gradient_descent_step(params, previous, grads, 0, params.size, lr)
+        if not all_finite(params):
             for p in range(params.size):
                 params[p] = previous[p]
             status = STATUS_NONFINITE
@@ -241,10 +226,11 @@ fit_kernel = target_kernel(
         types.int64[::1], VEC, types.float64[:, ::1], types.int64[::1],
     ),
     nogil=True,
+    **NUMPY_ERRORS,
 )(_fit)
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def no_batch_form(theta, grad_out, data, rows, scale):
     """Stands in for logp_grad_batch on targets without one (never called: batch = 0)."""
     for i in range(theta.size):
