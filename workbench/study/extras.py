@@ -283,9 +283,9 @@ def predictions(target, thetas: np.ndarray, X: np.ndarray) -> np.ndarray:
     if model == "logistic_regression":
         return 1.0 / (1.0 + np.exp(-(thetas @ X.T)))
     if model == "bnn":
-        from ..targets.bnn import bnn_predict
+        from ..targets.bnn import bnn_predict, layer_sizes
 
-        sizes = target.data[3]
+        sizes = layer_sizes(target)
         return np.array([bnn_predict(np.ascontiguousarray(t), X, sizes) for t in thetas])
     raise ValueError(f"no model function f(x; theta) known for target {target.name!r}")
 

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import TargetError
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, NUMPY_ERRORS
 from ..target import Target
 
 
@@ -31,7 +31,7 @@ def _n_units(sizes):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _forward(theta, x_row, sizes, acts):
     """Fills acts (all layers' outputs, input first) for one input row; returns f(x)."""
     n_layers = sizes.size - 1
@@ -54,7 +54,7 @@ def _forward(theta, x_row, sizes, acts):
     return acts[a_in]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _backward(theta, grad_out, sizes, acts, deltas, delta_out):
     """Adds delta_out x d f / d theta to grad_out by backpropagation through the layers."""
     n_layers = sizes.size - 1
@@ -92,38 +92,51 @@ def _prior(theta, grad_out, inv_prior_var):
     return -0.5 * s * inv_prior_var - 0.5 * theta.size * (LOG_2PI - math.log(inv_prior_var))
 
 
-@njit(cache=True)
-def _row(theta, grad_out, X, y, sigma, sizes, i, scale, acts, deltas):
+@njit(cache=True, inline="always", **NUMPY_ERRORS)
+def _row(theta, grad_out, X, y, inv_sigma, row_const, sizes, i, scale, acts, deltas):
+    """Row i's log-likelihood, times scale, with its gradient added to grad_out."""
     f = _forward(theta, X[i], sizes, acts)
-    r = (y[i] - f) / sigma[i]
-    _backward(theta, grad_out, sizes, acts, deltas, scale * r / sigma[i])
-    return scale * (-0.5 * LOG_2PI - math.log(sigma[i]) - 0.5 * r * r)
+    r = (y[i] - f) * inv_sigma[i]
+    _backward(theta, grad_out, sizes, acts, deltas, scale * r * inv_sigma[i])
+    return scale * (row_const[i] - 0.5 * r * r)
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def bnn_logp_grad(theta, grad_out, data):
-    """Eq. 20 with the whole data set; data = (X, y, sigma, sizes, params=[1/tau^2])."""
-    X, y, sigma, sizes, params = data
+    """Eq. 20 with the whole data set; data as :func:`bnn_data` lays it out."""
+    X, y, inv_sigma, row_const, sizes, params = data
     n_units = _n_units(sizes)
     acts = np.empty(n_units)  # one small workspace per call, thread-safe
     deltas = np.empty(n_units)
     lp = _prior(theta, grad_out, params[0])
     for i in range(X.shape[0]):
-        lp += _row(theta, grad_out, X, y, sigma, sizes, i, 1.0, acts, deltas)
+        lp += _row(theta, grad_out, X, y, inv_sigma, row_const, sizes, i, 1.0, acts, deltas)
     return lp
 
 
-@njit(cache=True)
+@njit(cache=True, **NUMPY_ERRORS)
 def bnn_logp_grad_batch(theta, grad_out, data, rows, scale):
     """Eq. 19-20 on a mini-batch: scale x log-likelihood of rows + log prior."""
-    X, y, sigma, sizes, params = data
+    X, y, inv_sigma, row_const, sizes, params = data
     n_units = _n_units(sizes)
     acts = np.empty(n_units)
     deltas = np.empty(n_units)
     lp = _prior(theta, grad_out, params[0])
     for i in rows:
-        lp += _row(theta, grad_out, X, y, sigma, sizes, i, scale, acts, deltas)
+        lp += _row(theta, grad_out, X, y, inv_sigma, row_const, sizes, i, scale, acts, deltas)
     return lp
+
+
+def bnn_data(X, y, sigma, sizes, prior_sd) -> tuple:
+    """The data tuple of the BNN's density: (X, y, 1/sigma, -1/2 log(2 pi sigma^2) per row,
+    layer sizes, [1/tau^2]); the per-row constants are computed once, not at every call."""
+    sigma = np.asarray(sigma, dtype=float)
+    return (X, y, 1.0 / sigma, -0.5 * LOG_2PI - np.log(sigma), sizes, np.array([1.0 / prior_sd**2]))
+
+
+def layer_sizes(target) -> np.ndarray:
+    """The layer sizes (input first) of a ``bnn`` target's network."""
+    return target.data[4]
 
 
 @njit(cache=True)
@@ -206,7 +219,7 @@ def bnn(
         dim=dim,
         logp_grad=bnn_logp_grad,
         logp_grad_batch=bnn_logp_grad_batch,
-        data=(X, y, sigma, sizes, np.array([1.0 / prior_sd**2])),
+        data=bnn_data(X, y, sigma, sizes, prior_sd),
         n_data=X.shape[0],
         param_names=_param_names(sizes),
         truth=None,
