@@ -3,9 +3,9 @@
 Prints, per sampler and target, with one chain: gradient evaluations (warmup + sampling),
 wall time, min bulk ESS, ESS per second, ESS per 1,000 gradients (warmup included) and the
 overhead ratio = sampling wall time / (gradient evaluations x time of one logp_grad call
-measured in a jitted loop right after the run; the median of three repeats), and ``momentum``: the part of that ratio spent
-drawing the momenta alone (d normals per transition, timed in the same run), a floor no
-implementation of the algorithm goes below. Then NUTS's two mass-adaptation schemes side by
+measured in a jitted loop right after the run; the median of three repeats), and
+``momentum``: the part of that ratio spent drawing the momenta alone (d normals per
+transition, timed in the same run), a floor no implementation of the algorithm goes below. Then NUTS's two mass-adaptation schemes side by
 side (4 chains). Goals (issue 3): overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients
 on the Gaussian.
 

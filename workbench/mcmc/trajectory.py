@@ -29,23 +29,17 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from ..jit import NO_NRT
 from .integrators import integrate, leapfrog_leaf
 from .metric import kinetic_energy, sample_momentum
-from .termination import START_P, add_leaf, checkpoints, merged_trajectory_persists
+from .termination import START_P, add_leaf, merged_trajectory_persists
 
 # rows of the transition workspace ``vecs``; the proposal buffers come in two (position,
 # gradient) pairs whose roles, "sample" and "proposal", swap instead of copying
 (P0, FWD_Q, FWD_P, FWD_G, BCK_Q, BCK_P, BCK_G, RHO, SUBTREE_SUM, P_NEAR, PAIR_Q, PAIR_G) = range(12)
 N_VECS = 14  # PAIR_Q + 2 k and PAIR_G + 2 k for pair k = 0, 1
-
-
-def nuts_workspace(dim: int, max_depth: int):
-    """(vecs, ckpt) scratch arrays for one chain."""
-    return np.zeros((N_VECS, dim)), checkpoints(max_depth, dim)
 
 
 @njit(cache=True, **NO_NRT)

@@ -90,7 +90,8 @@ def scales(zeta, sigma, inv_sigma, dsigma, log_norm):
     component's log normaliser -sum_alpha log sigma - d/2 log 2 pi.
 
     softplus(z) = log1p(e) + max(z, 0) and sigmoid(z) = 1 / (1 + e) (z >= 0) or e / (1 + e),
-    with e = exp(-|z|) shared: stable for any z, and one exp per parameter. The sum of
+    with e = exp(-|z|) shared: stable for any z, and one exp per parameter (calling
+    ``numerics.log1pexp`` and ``numerics.sigmoid`` would take one each). The sum of
     log sigma is the log of a running product, taken whenever the product leaves
     [1e-100, 1e100], so a logarithm is needed every few dozen coordinates, not every one.
     """
@@ -157,13 +158,13 @@ def _single_gaussian_draw(c0, eta_s, lp, inv_s, log_norm0, inv_sigma0, g_p, grad
     terms of log q cancel against its pathwise part: d/dmu adds -c g_p / S and d/dsigma adds
     -c (g_p eta + 1 / sigma) / S, the familiar reparameterisation gradient. Returns f.
     """
-    half_sq = 0.0
+    sum_sq = 0.0
     coef = -c0 * inv_s
     for a in range(eta_s.size):
-        half_sq += eta_s[a] * eta_s[a]
+        sum_sq += eta_s[a] * eta_s[a]
         grad_mu0[a] += coef * g_p[a]
         grad_sigma0[a] += coef * (g_p[a] * eta_s[a] + inv_sigma0[a])
-    return lp - (log_norm0 - 0.5 * half_sq)
+    return lp - (log_norm0 - 0.5 * sum_sq)
 
 
 @njit(cache=True, **NUMPY_ERRORS)
@@ -176,8 +177,7 @@ def accumulate_draw(i, eta_s, lp, inv_s, mu, exact_entropy, work, comp, shape, g
     grad_sigma = shape[GRAD_SIGMA]
     if not exact_entropy:  # eq. 17: log q is not needed per draw
         grad_c[i] += -lp * inv_s
-        g_q[:] = 0.0
-        _pathwise_terms(-c[i] * inv_s, g_p, g_q, eta_s, grad_mu[i], grad_sigma[i])
+        _pathwise_terms(-c[i] * inv_s, g_p, g_q, eta_s, grad_mu[i], grad_sigma[i])  # g_q stays 0
         return -c[i] * lp * inv_s
     if k == 1:  # one component: closed forms (the general path below gives the same values)
         f = _single_gaussian_draw(c[0], eta_s, lp, inv_s, comp[LOG_NORM, 0], shape[INV_SIGMA, 0], g_p,
@@ -235,8 +235,9 @@ def finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta):
 
 
 @njit(cache=True, **NUMPY_ERRORS)
-def begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu):
-    """Weights and scales for this step's parameters; gradients zeroed."""
+def begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu):
+    """Weights and scales for this step's parameters; gradients (and grad log q) zeroed."""
+    work[GRAD_Q, :] = 0.0  # the lower bound never writes it; the exact entropy resets it per draw
     mixture_weights(a, r, gauge, c_floor, comp[C], comp[LOG_C])
     scales(zeta, shape[SIGMA], shape[INV_SIGMA], shape[DSIGMA], comp[LOG_NORM])
     comp[GRAD_C, :] = 0.0
@@ -260,7 +261,7 @@ def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exac
     non-finite flag). Allocates nothing.
     """
     k, n_s, d = eta.shape
-    begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu)
+    begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
@@ -282,7 +283,7 @@ def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta
                             exact_entropy, work, comp, shape, grad_a, grad_mu, grad_zeta):
     """As :func:`loss_and_gradient` with the mini-batch form scale x loglik(rows) + log prior (eq. 19-20)."""
     k, n_s, d = eta.shape
-    begin_step(a, zeta, r, gauge, c_floor, comp, shape, grad_mu)
+    begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
