@@ -1,0 +1,248 @@
+"""Finding the modes of a target: quasi-Newton ascent from spread starts, merged, with curvature.
+
+A search for where the mass of a posterior is, used to start variational fits (``NN4Post``
+and ``MeanFieldVI`` with ``init="modes"``) and reusable by any method that needs modes.
+
+1. L-BFGS-B (SciPy) on -log p from the target's initial point: the first mode m_1 and the
+   curvature there, whose mean-field scales s_1 = 1 / sqrt(-H_jj) set the unit of length.
+2. ``starts`` further runs from x_0 + s_1 * z * rho, z ~ N(0, I), with rho log-uniform on
+   [1, spread * max(sqrt(d), 3)]: a radial ladder from the first mode's own scale out to far
+   beyond it. A start converges to the mode whose basin it lies in; in d dimensions the basin
+   of a peak a distance D away along one direction is reached only by starts of radius about
+   D sqrt(d) (the nn4post paper's R_1 argument, sec. 7.1.1), hence the sqrt(d) in the ladder.
+3. Optima closer than ``merge`` local sds in every coordinate are one mode. Each mode gets its
+   Hessian (the target's analytic one, else central differences of the gradient: 2 d
+   gradients, only the diagonal above ``FULL_HESSIAN_MAX_DIM``), its mean-field scales
+   1 / sqrt(-H_jj) (the KL(q || p)-optimal diagonal Gaussian of the local Laplace fit) and its
+   Laplace evidence log p(m) + d/2 log 2 pi - 1/2 log det(-H), so that exp(log_z) of separated
+   modes are proportional to their masses. Optima where -H is not positive definite (saddles,
+   flat directions), runs that did not converge and starts whose density is not finite are
+   skipped and counted.
+
+Every gradient evaluation is counted; ``max_grad_evals`` stops the search (the first run is
+always completed, and it alone may exceed a very small limit: ``min_grad_evals`` says how
+many it needs).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize
+
+from .errors import NonFiniteDensityError
+from .target import Target
+
+FULL_HESSIAN_MAX_DIM = 500
+"""Above this dimension only the diagonal of the Hessian is formed (O(d) memory)."""
+
+LBFGS_MAXITER = 1000
+
+
+class Mode(NamedTuple):
+    """One mode: location, log density, mean-field scales, Laplace evidence, starts that found it."""
+
+    x: np.ndarray
+    logp: float
+    sd: np.ndarray
+    log_z: float
+    hits: int
+
+
+class ModeSearch(NamedTuple):
+    """What a search found: ``modes`` sorted by Laplace evidence (largest first)."""
+
+    modes: list
+    grad_evals: int
+    starts: int
+    failed: int
+    saddles: int
+    unconverged: int
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Each mode's share of the total Laplace evidence."""
+        log_z = np.array([m.log_z for m in self.modes])
+        return np.exp(log_z - np.logaddexp.reduce(log_z))
+
+
+def min_grad_evals(dim: int) -> int:
+    """Gradient evaluations the first run needs at the least: a short L-BFGS run and its curvature."""
+    return 2 * dim + 50
+
+
+class _Counter:
+    """-log p and its gradient for SciPy, counting calls and stopping at a limit."""
+
+    def __init__(self, target: Target, limit: float):
+        self.target = target
+        self.calls = 0
+        self.limit = limit
+
+    def __call__(self, x):
+        if self.calls >= self.limit:  # out of evaluations: refuse the point without evaluating it
+            return math.inf, np.zeros(self.target.dim)
+        self.calls += 1
+        try:
+            lp, g = self.target.logp_and_grad(x)
+        except ArithmeticError:  # a user density under Numba's default error model
+            return math.inf, np.zeros(self.target.dim)
+        if not (math.isfinite(lp) and np.all(np.isfinite(g))):
+            return math.inf, np.zeros_like(g)
+        return -lp, -g
+
+
+def _ascend(target: Target, x0: np.ndarray, max_calls: int) -> tuple[np.ndarray, float, int]:
+    """L-BFGS-B on -log p from x0: (optimum, log p there, gradient evaluations); log p is
+    -inf when the run did not converge (out of evaluations, or a line search that failed
+    far from a stationary point)."""
+    fun = _Counter(target, max_calls)
+    res = optimize.minimize(
+        fun, x0, jac=True, method="L-BFGS-B",
+        options={"maxiter": LBFGS_MAXITER, "maxfun": max(int(max_calls), 2), "gtol": 1e-8, "ftol": 1e-13},
+    )
+    converged = res.success or np.max(np.abs(res.jac)) <= 1e-5 * max(1.0, abs(float(res.fun)))
+    return np.asarray(res.x, dtype=float), (-float(res.fun) if converged else -math.inf), fun.calls
+
+
+def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np.ndarray, int]:
+    """The Hessian of log p at x, (d, d), or its diagonal (d,) above FULL_HESSIAN_MAX_DIM,
+    and the gradient evaluations it took (0 for the target's analytic Hessian)."""
+    d = target.dim
+    if target.hessian is not None and d <= FULL_HESSIAN_MAX_DIM:
+        return np.asarray(target.hessian(x), dtype=float), 0
+    full = d <= FULL_HESSIAN_MAX_DIM
+    out = np.empty((d, d)) if full else np.empty(d)
+    y = np.array(x, dtype=float)
+    for k in range(d):
+        h = rel_step * max(1.0, abs(y[k]))
+        orig = y[k]
+        y[k] = orig + h
+        _, g_up = target.logp_and_grad(y)
+        y[k] = orig - h
+        _, g_down = target.logp_and_grad(y)
+        y[k] = orig
+        column = (g_up - g_down) / (2.0 * h)
+        if full:
+            out[:, k] = column
+        else:
+            out[k] = column[k]
+    if full:
+        out = 0.5 * (out + out.T)
+    return out, 2 * d
+
+
+def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray, float, int] | None:
+    """(mean-field scales 1/sqrt(-H_jj), Laplace log evidence, gradients used) at x, or None
+    when -H is not positive definite there (with the gradients used as the third item)."""
+    hess, used = curvature(target, x)
+    d = target.dim
+    if hess.ndim == 2:
+        neg_h = -hess
+        diag = np.diag(neg_h)
+        try:
+            chol = np.linalg.cholesky(neg_h)
+        except np.linalg.LinAlgError:
+            return None, math.nan, used
+        log_det = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    else:
+        diag = -hess
+        if not np.all(diag > 0):
+            return None, math.nan, used
+        log_det = float(np.sum(np.log(diag)))
+    if not (np.all(diag > 0) and np.all(np.isfinite(diag))):
+        return None, math.nan, used
+    log_z = logp + 0.5 * d * math.log(2.0 * math.pi) - 0.5 * log_det
+    return 1.0 / np.sqrt(diag), log_z, used
+
+
+def find_modes(
+    target: Target,
+    rng: np.random.Generator,
+    *,
+    starts: int = 50,
+    spread: float = 10.0,
+    merge: float = 2.0,
+    max_grad_evals: int | None = None,
+    x0: np.ndarray | None = None,
+) -> ModeSearch:
+    """Search ``target`` for modes (see the module docstring).
+
+    Parameters
+    ----------
+    starts : further starts after the first run from ``x0`` (the target's initial point).
+    spread : the ladder of start radii reaches ``spread * max(sqrt(d), 3)`` first-mode sds.
+    merge : optima within this many local sds of a mode in every coordinate are that mode.
+    max_grad_evals : stop starting new runs when this many gradients are spent.
+
+    Raises NonFiniteDensityError when no start at all reaches a point with finite density and a
+    positive definite curvature.
+    """
+    d = target.dim
+    x0 = target.initial_point if x0 is None else np.asarray(x0, dtype=float)
+    limit = math.inf if max_grad_evals is None else int(max_grad_evals)
+    used = 0
+    failed = 0
+    saddles = 0
+    unconverged = 0
+    modes: list[dict] = []
+
+    def consider(x_start, budget_left) -> None:
+        nonlocal used, failed, saddles, unconverged
+        used += 1  # the check of the start
+        try:
+            target.check_point(x_start)
+        except NonFiniteDensityError:
+            failed += 1
+            return
+        # the ascent leaves room for the curvature at its optimum (2 d gradients)
+        x, lp, calls = _ascend(target, x_start, min(budget_left - 2 * d - 1, 50 * (d + 20)))
+        used += calls
+        if not math.isfinite(lp):
+            unconverged += 1
+            return
+        for m in modes:  # an optimum already known: no curvature needed
+            if np.all(np.abs(x - m["x"]) < merge * m["sd"]):
+                m["hits"] += 1
+                if lp > m["logp"]:
+                    m["x"], m["logp"] = x, lp
+                return
+        sd, log_z, calls = laplace_summary(target, x, lp)
+        used += calls
+        if sd is None:
+            saddles += 1
+            return
+        modes.append({"x": x, "logp": lp, "sd": sd, "log_z": log_z, "hits": 1})
+
+    consider(x0, max(limit, min_grad_evals(d)))
+    n_started = 1
+    if modes:
+        scale = modes[0]["sd"]
+    else:  # the initial point led nowhere usable: spread starts on the unit scale
+        scale = np.ones(d)
+    log_rho_max = math.log(spread * max(math.sqrt(d), 3.0))
+    for _ in range(starts):
+        if limit - used < min_grad_evals(d):
+            break
+        rho = math.exp(rng.uniform(0.0, log_rho_max))
+        consider(x0 + scale * rng.standard_normal(d) * rho, limit - used)
+        n_started += 1
+    if not modes:
+        raise NonFiniteDensityError(
+            f"the mode search on {target.name!r} found no point with a finite density and a positive "
+            f"definite curvature in {n_started} starts ({failed} with a non-finite density, {unconverged} "
+            f"runs that did not converge, {saddles} saddles or flat directions); give init='box' or a "
+            "start with init_from=...",
+            x0, math.nan,
+        )
+    modes.sort(key=lambda m: -m["log_z"])
+    return ModeSearch(
+        modes=[Mode(m["x"], m["logp"], m["sd"], m["log_z"], m["hits"]) for m in modes],
+        grad_evals=int(used),
+        starts=n_started,
+        failed=failed,
+        saddles=saddles,
+        unconverged=unconverged,
+    )
