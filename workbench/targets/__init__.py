@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .banana import banana
 from .bnn import bnn
+from .eight_schools import eight_schools
 from .funnel import funnel
 from .gaussian import gaussian
 from .mixture import gaussian_mixture
@@ -20,6 +21,7 @@ _CATALOGUE = {
     "linear_regression": "conjugate Bayesian linear regression (diabetes or synthetic); exact posterior and evidence",
     "logistic_regression": "Bayesian logistic regression (breast cancer or synthetic); no closed-form truth",
     "bnn": "Bayesian MLP regression with per-point sigma_i (nn4post sec. 1); no closed-form truth",
+    "eight_schools": "eight schools hierarchical model, non-centred (default) or centred; no closed-form truth",
 }
 
 
@@ -32,6 +34,7 @@ __all__ = [
     "available",
     "banana",
     "bnn",
+    "eight_schools",
     "funnel",
     "gaussian",
     "gaussian_mixture",
