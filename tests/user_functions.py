@@ -94,3 +94,21 @@ def exploding(theta, grad_out, data):
     if abs(theta[0]) > 3.0:
         return math.nan
     return 50.0 * theta[0]
+
+
+@numba.njit(cache=True)
+def gaussian_in_a_disc(theta, grad_out, data):
+    """N((-1, 0), I) restricted to the disc of radius 6 around 0: log p = -inf outside."""
+    if theta[0] ** 2 + theta[1] ** 2 > 36.0:
+        grad_out[:] = 0.0
+        return -math.inf
+    grad_out[0] = -(theta[0] + 1.0)
+    grad_out[1] = -theta[1]
+    return -0.5 * ((theta[0] + 1.0) ** 2 + theta[1] ** 2)
+
+
+@numba.njit(cache=True)
+def nowhere_finite(theta, grad_out, data):
+    """A density that is zero everywhere (log p = -inf)."""
+    grad_out[:] = 0.0
+    return -math.inf

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import modes as M
 from ..approximations import GaussianMixture
 from ..errors import WorkbenchError
 from ..result import Budget, Cost, Result
@@ -20,7 +21,13 @@ from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
 from ._sampling import run_chains
+from .importance import compute_log_ratios, pareto_khat
 from .base import Method, chain_rngs, check_positive_int
+
+INITS = ("modes", "box")
+PARETO_K_GOOD = 0.7
+ADAPT_WIDEN = 3.0
+DEFAULT_STEPS = 5000
 
 class VIDivergenceError(WorkbenchError, FloatingPointError):
     """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
@@ -37,15 +44,190 @@ def _softplus_inv(s):
     return s + np.log(-np.expm1(-s))
 
 
+def components_from_modes(search: M.ModeSearch, k: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, means, sds) of k components placed on the modes of a search.
+
+    The best k modes by Laplace evidence get a component each, at the mode, with its mean-field
+    sds; weights are the modes' shares of the evidence. With fewer modes than components, each
+    spare component joins the mode with the largest weight per component so far, one local sd
+    away in a random direction (a jitter of Mahalanobis length one, whatever d: spread, not
+    stacked, and not d/2 nats of KL away), and the mode's weight is shared.
+    """
+    modes = search.modes[:k]
+    log_z = np.array([m.log_z for m in modes])
+    w = np.exp(log_z - np.logaddexp.reduce(log_z))
+    counts = np.ones(len(modes), dtype=int)
+    for _ in range(k - len(modes)):
+        counts[np.argmax(w / counts)] += 1
+    mu, sd, weights = [], [], []
+    for mode, wj, nj in zip(modes, w, counts):
+        for n in range(nj):
+            z = rng.standard_normal(mode.x.size)
+            mu.append(mode.x + (mode.sd * z / np.linalg.norm(z) if n > 0 else 0.0))
+            sd.append(mode.sd)
+            weights.append(max(wj / nj, 1e-6))
+    a = np.log(np.array(weights))
+    return a - a.mean(), np.array(mu), np.array(sd)
+
+
+def _tail_length(n: int) -> int:
+    """How many of the last ELBO values the convergence check reads: a fifth, 50 to 2,000."""
+    return int(min(n, max(50, min(2000, n // 5))))
+
+
+def elbo_slope(elbo: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of the ELBO trace's tail (per 1,000 steps) and its t statistic."""
+    n = _tail_length(len(elbo))
+    if n < 10:
+        return math.nan, math.nan
+    y = np.asarray(elbo[-n:], dtype=float)
+    x = np.arange(n, dtype=float)
+    x -= x.mean()
+    slope = float(x @ (y - y.mean()) / (x @ x))
+    resid = y - y.mean() - slope * x
+    se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
+    return 1000.0 * slope, (slope / se if se > 0 else math.inf * np.sign(slope))
+
+
+def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
+    """The ELBO still rises, clearly (t > 3) and by more than the stopping rule's tolerance over the tail."""
+    if not (math.isfinite(slope) and slope_t > 3):
+        return False
+    rise = slope / 1000.0 * _tail_length(len(elbo))
+    return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
+
+
+class _ComponentAdapter:
+    """Moves dead components to modes q does not cover yet, between windows of the fit.
+
+    Variational boosting (Miller, Foti and Adams 2017) adds components where the residual
+    log p - log q is large; GMMVI (Arenz et al. 2023) deletes components of negligible weight
+    and adds new ones at the draw where q is worst. Here the number of components is fixed:
+    a component whose weight stayed below ``c_accuracy`` for two windows is the one that moves.
+    Its new place is the optimum of an L-BFGS ascent from the candidate (a draw of q with its
+    scales widened threefold) with the largest log p - log q; if that optimum is a mode no live component covers, the component moves
+    there with the mode's Laplace scales and a weight from its Laplace evidence against the
+    current ELBO (the mass q already holds), and its optimiser moments restart at zero;
+    otherwise it is removed (GMMVI's deletion): its weight goes to the component it duplicates
+    and it stays frozen at a negligible weight.
+    """
+
+    def __init__(self, method: "NN4Post", target: Target, rng, search):
+        self.method, self.target, self.rng = method, target, rng
+        k = method.n_components
+        self.below = np.zeros(k, dtype=int)
+        self.tries = np.zeros(k, dtype=int)
+        self.moves: list[dict] = []
+
+    def _weights(self, a, r):
+        z = r * (a - (a.mean() if self.method.gauge == "fix_c" else 0.0))
+        return np.exp(z - np.logaddexp.reduce(z))
+
+    def step(self, params, lr_scale, state, r, t, elbo, budget_left) -> int:
+        """Adapt after step t; returns the gradient evaluations spent."""
+        m, target = self.method, self.target
+        self.t = t
+        k, d = m.n_components, target.dim
+        a = params[:k]
+        mu = params[k : k + k * d].reshape(k, d)
+        zeta = params[k + k * d :].reshape(k, d)
+        c = self._weights(a, r)
+        sigma = np.logaddexp(0.0, zeta)
+        free = c < m.c_accuracy
+        for i in range(k):
+            for l in range(k):
+                if c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0:
+                    free[i] = True
+        self.below = np.where(free, self.below + 1, 0)
+        due = [i for i in range(k) if self.below[i] >= 2 and self.tries[i] < m.adapt_tries and lr_scale[i] > 0]
+        if not due:
+            return 0
+        cost = m.adapt_draws + M.min_grad_evals(d)
+        if budget_left is not None and budget_left < cost:
+            return 0
+        q = GaussianMixture(c, mu, sigma)
+        # candidates from q widened threefold, ranked by log p - log q under q itself: q's own
+        # draws see only its tails, the wider ones also the mass just beyond them
+        x = np.ascontiguousarray(GaussianMixture(c, mu, ADAPT_WIDEN * sigma).sample(m.adapt_draws, self.rng))
+        log_ratio = compute_log_ratios(target, q, x)
+        spent = m.adapt_draws
+        live = ~free
+        n_par = params.size
+        for i in due:
+            self.tries[i] += 1
+            self.below[i] = 0
+            j = int(np.argmax(log_ratio))
+            if not math.isfinite(log_ratio[j]):
+                break
+            log_ratio[j] = -math.inf  # the next component starts from the next-worst draw
+            limit = 50 * (d + 20) if budget_left is None else max(budget_left - spent - 2 * d, 2)
+            x_opt, lp, calls = M._ascend(target, x[j], limit)
+            spent += calls
+            covered = not math.isfinite(lp) or any(
+                np.sum(((x_opt - mu[l]) / sigma[l]) ** 2) < 4.0 * d for l in range(k) if live[l] and l != i
+            )
+            sd = None
+            if not covered:
+                sd, log_z, calls = M.laplace_summary(target, x_opt, lp)
+                spent += calls
+            if sd is None:
+                self._remove(i, a, c, r, mu, sigma, lr_scale, state, n_par)
+                continue
+            # weight: the new mode's mass against the mass q holds already (about exp(ELBO))
+            c_new = float(np.clip(1.0 / (1.0 + math.exp(min(elbo - log_z, 700.0))), 0.1 / k, 0.5))
+            others = np.delete(r * a, i)
+            a[i] = (math.log(c_new / (1.0 - c_new)) + float(np.logaddexp.reduce(others))) / r
+            mu[i] = x_opt
+            zeta[i] = _softplus_inv(sd)
+            lr_scale[k + i * d : k + (i + 1) * d] = sd
+            for block in (np.array([i]), np.arange(k + i * d, k + (i + 1) * d),
+                          np.arange(k + k * d + i * d, k + k * d + (i + 1) * d)):
+                state[block] = 0.0
+                state[n_par + block] = 0.0
+            state[2 * n_par + 2] = 0  # the stopping rule's count of stale windows restarts
+            live[i] = True
+            self.moves.append({"step": t, "component": i, "kind": "moved", "weight": c_new,
+                               "to": x_opt.tolist() if d <= 20 else None, "log_z": float(log_z)})
+        return spent
+
+    def _remove(self, i, a, c, r, mu, sigma, lr_scale, state, n_par) -> None:
+        """Remove component i: its weight goes to the heaviest component it duplicates (if any);
+        it stays at a weight of c_accuracy / 10 with its parameters frozen (step scale 0), since
+        a duplicate left free would share the peak again (a flat direction of the loss)."""
+        k, m = len(a), self.method
+        twins = [l for l in range(k) if l != i and c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0]
+        c_new = c.copy()
+        if twins:
+            heir = max(twins, key=lambda l: c[l])
+            c_new[heir] += c[i]
+        c_new[i] = 0.1 * m.c_accuracy
+        c_new /= c_new.sum()
+        z = np.log(c_new)
+        a[:] = (z - z.mean()) / r
+        d = mu.shape[1]
+        lr_scale[i] = 0.0
+        lr_scale[k + i * d : k + (i + 1) * d] = 0.0
+        lr_scale[k + k * d + i * d : k + k * d + (i + 1) * d] = 0.0
+        state[:k] = 0.0
+        state[n_par : n_par + k] = 0.0
+        self.moves.append({"step": self.t, "component": i, "kind": "removed", "weight": float(c[i]),
+                           "merged_into": int(heir) if twins else None})
+
+
 @dataclass(frozen=True)
 class NN4Post(Method):
     """Gaussian-mixture VI (nn4post): q = sum_i c_i(a) prod N(mu_i, softplus(zeta_i)).
 
     Parameters (paper sections in brackets)
     ----------
-    n_components : N_c. ``steps`` : optimisation steps. ``samples`` : draws per component per step.
+    n_components : N_c. ``samples`` : draws per component per step.
+    steps : optimisation steps; None (default) gives 5,000, or under a gradient budget as many as
+        the budget pays for (the stopping rule may end the fit sooner).
     optimizer : "adam" (default) or "gd" (plain gradient descent, as in the paper);
-        ``learning_rate`` and ``lr_final`` (the ratio the rate decays to, exponentially; 1 = none).
+        ``learning_rate`` (None: 0.05, or min(0.05, sqrt(0.2 / d)) from the modes, see ``rate``)
+        and ``lr_final`` (the ratio the rate decays to, exponentially over the
+        steps, or over the steps a gradient budget pays for; 1 = none). The decay to 0.1 lets
+        the weights settle: on the 2-d three-peak mixture it halves the weight error.
     gauge : "fix_c" (c(a - mean a) in the loss, the paper's choice), "mean_grad" (subtract the
         mean of dL/da) or "none" [3.2.1].
     rescale : "constant" (``r``) or "dynamic" (``r_start`` for ``r_warm`` of the steps, then a
@@ -55,28 +237,51 @@ class NN4Post(Method):
     entropy : "exact" (the whole mixture's log q) or "lower_bound" (eq. 17) [3.3.1].
     batch_size : mini-batch size N_m on data-driven targets (None: all data);
         ``batch_factor=False`` drops the N_D / N_m factor on purpose [3.4.1].
-    init_range : half-width of the uniform box for the initial means around the target's
-        initial point; None gives sqrt(d) (the sec. 7.1.1 scaling). ``init_scale``: initial sds
-        (ln 2, i.e. zeta = 0, by default). ``init_from``: a fitted Laplace result (or any
+    init : "modes" (default) or "box". "modes" searches the target for modes first
+        (``workbench/modes.py``: L-BFGS from ``search_starts`` starts spread on a ladder of radii,
+        every gradient counted in the budget; without a gradient budget 200 starts, under one as
+        many as ``search_budget`` of it pays for, at most 2,000) and puts a component on each of the
+        best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
+        weights from the modes' Laplace evidences; components beyond the modes found start spread
+        by one local sd around the heaviest modes, not stacked on them. The means' Adam steps are
+        then scaled by those sds (a step of ``learning_rate`` is that fraction of a posterior sd
+        in every coordinate, whatever the parameters' units). "box" is the paper's start: means
+        uniform in a box of half-width ``init_range`` around the target's initial point (None
+        gives sqrt(d), the sec. 7.1.1 scaling), sds ``init_scale`` (ln 2, i.e. zeta = 0).
+        ``init_from``, when given, overrides both: a fitted Laplace result (or any
         object with ``mean`` and ``cov``) to centre the components on, jittered by its sds;
         or a ``GaussianMixture`` (or a result holding one, or a dict with its "weights", "means"
         and "scales") with ``n_components`` components, whose weights, means and scales are the
         start (a warm start).
     converge_window, converge_patience, converge_tol : the early-stopping rule (see
         ``workbench/vi/fit.py``); tol = 0 switches it off.
+    adapt_components : True (default) moves components that are not needed where they are: one
+        whose weight stays below ``c_accuracy``, or that duplicates a heavier one, for two windows
+        of ``converge_window`` steps is moved to a mode not yet covered, found by L-BFGS from the draw with the largest log p - log q among
+        ``adapt_draws`` draws of q widened threefold (variational boosting's residual, Miller, Foti and Adams 2017;
+        GMMVI's component adaptation, Arenz et al. 2023); when that ascent finds only covered
+        modes, the component is retired (left at its negligible weight). Each component is tried
+        at most ``adapt_tries`` times. Every draw and gradient is counted; every move is in
+        ``result.stats["component_moves"]`` (per step) and ``result.info["component_moves"]``.
     restarts : independent fits from different random starts, run in parallel, keeping the
         one with the best final ELBO. Fitting is a search problem (sec. 7.1.1): a start may
         miss a peak, and the missed peak lowers the ELBO by about -log(1 - its weight), so the
         ELBO picks the better fit. A gradient budget is split equally; the cost is the sum.
-    draws, chains : draws from q returned as ``Result.draws``.
+    draws, chains : draws from q returned as ``Result.draws`` (4,000 by default: as many as
+        the ``Exact`` rows of the studies, so that sampling noise is the same in comparisons).
+
+    A fit that stops on its budget or step count while its ELBO is still rising says so in
+    ``result.messages``, with the slope; every fit reports the Pareto k-hat of q against the
+    target from its draws (Yao et al. 2018; ArviZ's PSIS) in ``result.info["pareto_k"]`` and
+    warns above 0.7.
     """
 
     n_components: int = 5
-    steps: int = 5000
+    steps: int | None = None
     samples: int = 10
     optimizer: str = "adam"
-    learning_rate: float = 0.05
-    lr_final: float = 1.0
+    learning_rate: float | None = None
+    lr_final: float = 0.1
     gauge: str = "fix_c"
     rescale: str = "constant"
     r: float = 1.0
@@ -89,27 +294,57 @@ class NN4Post(Method):
     entropy: str = "exact"
     batch_size: int | None = None
     batch_factor: bool = True
+    init: str = "modes"
+    search_starts: int | None = None
+    search_budget: float = 0.05
     init_range: float | None = None
     init_scale: float = math.log(2.0)
     init_weights: Any = None
     init_from: Any = None
+    adapt_components: bool = True
+    adapt_draws: int = 500
+    adapt_tries: int = 1
     converge_window: int = 200
     converge_patience: int = 5
     converge_tol: float = 1e-4
     restarts: int = 1
-    draws: int = 1000
+    draws: int = 4000
     chains: int = 1
     progress: bool | None = None
 
     def __post_init__(self):
         check_positive_int("n_components", self.n_components)
-        check_positive_int("steps", self.steps)
+        if self.steps is not None:
+            check_positive_int("steps", self.steps)
         check_positive_int("samples", self.samples)
         check_positive_int("draws", self.draws)
         check_positive_int("chains", self.chains)
         check_positive_int("restarts", self.restarts)
-        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        check_positive_int("adapt_draws", self.adapt_draws)
+        check_positive_int("adapt_tries", self.adapt_tries, minimum=0)
+        check_positive_int("converge_window", self.converge_window)
+        check_positive_int("converge_patience", self.converge_patience)
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {list(INITS)}, got {self.init!r}")
+        if self.init_range is not None and self.init != "box":
+            raise ValueError(
+                f"init_range={self.init_range!r} sets the box of init='box'; the default init='modes' "
+                "searches for modes instead: pass init='box' with it"
+            )
+        if self.init_range is not None and not (self.init_range > 0 and math.isfinite(self.init_range)):
+            raise ValueError(f"init_range must be > 0 and finite, got {self.init_range!r}")
+        if self.search_starts is not None:
+            check_positive_int("search_starts", self.search_starts, minimum=0)
+        if not (0 < self.search_budget < 1):
+            raise ValueError(f"search_budget is a fraction of the gradient budget in (0, 1), got {self.search_budget!r}")
+        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            raise ValueError(f"epsilon must be > 0 and finite, got {self.epsilon!r}")
+        if not (0 < self.c_accuracy < 1):
+            raise ValueError(f"c_accuracy must lie in (0, 1), got {self.c_accuracy!r}")
+        if not (self.converge_tol >= 0 and math.isfinite(self.converge_tol)):
+            raise ValueError(f"converge_tol must be >= 0 and finite (0 switches the rule off), got {self.converge_tol!r}")
+        if self.learning_rate is not None and not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
+            raise ValueError(f"learning_rate must be > 0 and finite (or None for the default), got {self.learning_rate!r}")
         if not (0 < self.lr_final <= 1):
             raise ValueError(f"lr_final must lie in (0, 1], got {self.lr_final!r}")
         for name, value, allowed in [
@@ -125,7 +360,7 @@ class NN4Post(Method):
             raise ValueError(f"r must be > 0, got {self.r!r}")
         if self.batch_size is not None:
             check_positive_int("batch_size", self.batch_size)
-        if not self.init_scale > 0:
+        if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
 
     def settings(self) -> dict:
@@ -136,16 +371,11 @@ class NN4Post(Method):
             s["init_weights"] = np.asarray(s["init_weights"]).tolist()
         return s
 
-    def _initial_parameters(self, target: Target, rng) -> np.ndarray:
+    def _initial_parameters(self, target: Target, rng, search: M.ModeSearch | None):
+        """The flat start [a, mu, zeta] and the per-parameter step scales (1 but for the means)."""
         k, d = self.n_components, target.dim
-        if self.init_weights is not None:
-            w = np.asarray(self.init_weights, dtype=float).ravel()
-            if w.shape != (k,) or np.any(w <= 0):
-                raise ValueError(f"init_weights must be {k} positive numbers")
-            a = np.log(w / w.sum())
-            a -= a.mean()
-        else:
-            a = np.zeros(k)
+        scale_mu = np.ones((k, d))
+        a = np.zeros(k)
         approx = None if self.init_from is None else getattr(self.init_from, "approximation", self.init_from)
         if isinstance(approx, dict):  # {"weights", "means", "scales"}: a JSON-able warm start (study specs)
             approx = GaussianMixture(approx["weights"], approx["means"], approx["scales"])
@@ -157,16 +387,63 @@ class NN4Post(Method):
             a -= a.mean()
             mu = np.array(approx.means, dtype=float)
             zeta = _softplus_inv(approx.scales)
+            scale_mu = np.array(approx.scales, dtype=float)
         elif approx is not None:
             centre = np.asarray(approx.mean, dtype=float)
             sd = np.sqrt(np.diag(np.asarray(approx.cov, dtype=float)))
             mu = centre + (sd * rng.standard_normal((k, d)) if k > 1 else 0.0)
             zeta = np.tile(_softplus_inv(sd), (k, 1))
+            scale_mu = np.tile(sd, (k, 1))
+        elif search is not None:
+            a, mu, sd = components_from_modes(search, k, rng)
+            zeta = _softplus_inv(sd)
+            scale_mu = sd
         else:
             half = self.init_range if self.init_range is not None else math.sqrt(d)
             mu = target.initial_point + rng.uniform(-half, half, size=(k, d))
             zeta = np.full((k, d), float(_softplus_inv(self.init_scale)))
-        return np.ascontiguousarray(np.concatenate([a, mu.ravel(), zeta.ravel()]))
+        if self.init_weights is not None:
+            w = np.asarray(self.init_weights, dtype=float).ravel()
+            if w.shape != (k,) or np.any(w <= 0) or not np.all(np.isfinite(w)):
+                raise ValueError(f"init_weights must be {k} positive finite numbers, got {self.init_weights!r}")
+            a = np.log(w / w.sum())
+            a -= a.mean()
+        params = np.ascontiguousarray(np.concatenate([a, mu.ravel(), zeta.ravel()]))
+        lr_scale = np.ascontiguousarray(np.concatenate([np.ones(k), scale_mu.ravel(), np.ones(k * d)]))
+        if not (np.all(np.isfinite(params)) and np.all(lr_scale > 0) and np.all(np.isfinite(lr_scale))):
+            raise ValueError(f"{self.name}: the initial parameters are not finite (check init_from / init_weights)")
+        return params, lr_scale
+
+    def rate(self, dim: int) -> float:
+        """The learning rate: the one given, else 0.05, or, for a start at the modes, at most
+        sqrt(0.2 / d). Adam's steps at a noisy optimum are about the rate in every coordinate (in
+        posterior sds there), which costs about d rate^2 / 2 nats of KL per component: the cap
+        keeps that near 0.1 nats in any dimension."""
+        if self.learning_rate is not None:
+            return float(self.learning_rate)
+        if self.init == "modes" and self.init_from is None:
+            return min(0.05, math.sqrt(0.2 / dim))
+        return 0.05
+
+    def _search(self, target: Target, seed: int, budget: Budget) -> M.ModeSearch | None:
+        """The mode search of init="modes" (None for the other starts)."""
+        if self.init != "modes" or self.init_from is not None:
+            return None
+        d = target.dim
+        needed = M.min_grad_evals(d)
+        if budget.grad_evals is None:
+            starts, limit = (200 if self.search_starts is None else self.search_starts), None
+        else:
+            if budget.grad_evals < 2 * needed:
+                raise ValueError(
+                    f"grad_budget={budget.grad_evals} is too small for init='modes' on {target.name!r} (d={d}): "
+                    f"its mode search needs at least {needed} gradient evaluations and the fit as many again; "
+                    f"give grad_budget >= {2 * needed} or init='box'"
+                )
+            limit = max(needed, int(self.search_budget * budget.grad_evals))
+            starts = 2000 if self.search_starts is None else self.search_starts
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
+        return M.find_modes(target, rng, starts=starts, max_grad_evals=limit)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         if self.batch_size is not None:
@@ -177,10 +454,22 @@ class NN4Post(Method):
                 )
             if self.batch_size > target.n_data:
                 raise ValueError(f"batch_size={self.batch_size} exceeds the target's {target.n_data} data rows")
-        rngs = chain_rngs(seed, self.restarts)
         k, n_fits = self.n_components, self.restarts
         steps = budget.steps if budget.steps is not None else self.steps
-        params = [self._initial_parameters(target, rng) for rng in rngs]
+        if steps is None and budget.grad_evals is None:
+            steps = DEFAULT_STEPS
+        search_start = time.perf_counter()
+        search = self._search(target, seed, budget)
+        search_seconds = time.perf_counter() - search_start
+        search_grads = 0 if search is None else search.grad_evals
+        fit_budget = None if budget.grad_evals is None else (budget.grad_evals - search_grads) // n_fits
+        if fit_budget is not None:
+            # the learning-rate schedule runs over the steps the budget pays for, not past them
+            affordable = max(1, math.ceil(fit_budget / (k * self.samples)))
+            steps = affordable if steps is None else min(steps, affordable)
+        rngs = chain_rngs(seed, self.restarts)
+        starts = [self._initial_parameters(target, rng, search) for rng in rngs]
+        params = [p for p, _ in starts]
         start = time.perf_counter()
         kernel = F.fit_kernel.for_target(target)
         batch_fn = target.logp_grad_batch
@@ -199,14 +488,13 @@ class NN4Post(Method):
         isettings[F.I_EXACT] = int(self.entropy == "exact")
         isettings[F.I_FROZEN] = F.FROZEN_FIXES[self.frozen_fix]
         isettings[F.I_OPTIMIZER] = F.OPTIMIZERS[self.optimizer]
-        isettings[F.I_GRAD_BUDGET] = -1 if budget.grad_evals is None else budget.grad_evals // n_fits
         isettings[F.I_BATCH] = self.batch_size or 0
         isettings[F.I_N_DATA] = target.n_data or 0
         isettings[F.I_DYNAMIC_R] = int(self.rescale == "dynamic")
         isettings[F.I_WINDOW] = self.converge_window
         isettings[F.I_PATIENCE] = self.converge_patience
         fsettings = np.zeros(F.N_FSETTINGS)
-        fsettings[F.F_LR] = self.learning_rate
+        fsettings[F.F_LR] = self.rate(target.dim)
         fsettings[F.F_LR_FINAL] = self.lr_final
         fsettings[F.F_R] = self.r
         fsettings[F.F_R_START] = self.r_start
@@ -219,20 +507,60 @@ class NN4Post(Method):
             fsettings[F.F_BATCH_SCALE] = target.n_data / self.batch_size if self.batch_factor else 1.0
         fsettings[F.F_BETA1], fsettings[F.F_BETA2], fsettings[F.F_ADAM_EPS] = 0.9, 0.999, 1e-8
         traces = np.zeros((n_fits, steps, len(F.TRACE_NAMES)))
+        moves_trace = np.zeros((n_fits, steps))
         controls = np.zeros((n_fits, 2), dtype=np.int64)
+        adapt = self.adapt_components and k > 1 and self.adapt_tries > 0
+        segment = self.converge_window if adapt else steps
 
         def run_one(i):
-            return kernel(
-                target.logp_grad, batch_fn, target.data, params[i], rngs[i], isettings, fsettings, traces[i], controls[i]
-            )
+            """One fit, in segments of a window when components are adapted between them."""
+            settings = isettings.copy()
+            state = F.new_state(params[i].size)
+            adapter = _ComponentAdapter(self, target, rngs[i], search) if adapt else None
+            t, n_grad, status, moves = 0, 0, F.STATUS_STEPS, []
+            while t < steps and controls[i, 0] == 0:
+                settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
+                settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
+                t, n, status, _ = kernel(target.logp_grad, batch_fn, target.data, params[i], rngs[i], settings,
+                                         fsettings, starts[i][1], state, traces[i], controls[i])
+                n_grad += n
+                if status != F.STATUS_STEPS or adapter is None or t >= steps:
+                    break
+                elbo = float(np.mean(traces[i, max(0, t - self.converge_window) : t, 0]))
+                spent = adapter.step(params[i], starts[i][1], state, traces[i, t - 1, 1], t, elbo,
+                                     None if fit_budget is None else fit_budget - n_grad)
+                n_grad += spent
+                for move in adapter.moves[len(moves):]:
+                    moves_trace[i, move["step"] - 1] += move["kind"] == "moved"
+                moves = list(adapter.moves)
+            if controls[i, 0] != 0 and status == F.STATUS_STEPS and t < steps:
+                status = F.STATUS_STOPPED
+            return t, n_grad, status, moves
 
         start = time.perf_counter()
         outputs, interrupted = run_chains(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
-        wall = time.perf_counter() - start
+        wall = time.perf_counter() - start + search_seconds
         best = self._best_fit(outputs, traces)
-        done, _, status, _ = outputs[best]
-        n_grad = sum(int(out[1]) for out in outputs)
-        result = self._result(target, seed, params[best], traces[best, :done], n_grad, wall, compile_seconds, status, rngs[best])
+        done, _, status, moves = outputs[best]
+        n_grad = search_grads + sum(int(out[1]) for out in outputs)
+        result = self._result(target, seed, params[best], traces[best, :done], n_grad, wall, compile_seconds, status,
+                              rngs[best], fit_budget)
+        result.stats["component_moves"] = moves_trace[best, :done].copy()
+        if search is not None:
+            result.info["mode_search"] = {
+                "modes": len(search.modes), "starts": search.starts, "grad_evals": search.grad_evals,
+                "failed_starts": search.failed, "saddles": search.saddles, "unconverged": search.unconverged,
+                "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
+            }
+            result.messages.insert(0, (
+                f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
+                f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")
+                + ")"))
+        if moves:
+            result.info["component_moves"] = moves
+            moved = sum(m["kind"] == "moved" for m in moves)
+            result.messages.append(f"component adaptation: {moved} component(s) moved to new modes, "
+                                   f"{len(moves) - moved} removed")
         if n_fits > 1:
             result.info["restart_elbos"] = [self._final_elbo(traces[i, : out[0]]) for i, out in enumerate(outputs)]
             result.info["best_restart"] = best
@@ -260,7 +588,7 @@ class NN4Post(Method):
         finite = [s if math.isfinite(s) else -math.inf for s in scores]
         return int(np.argmax(finite)) if any(math.isfinite(s) for s in finite) else 0
 
-    def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng) -> Result:
+    def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng, fit_budget) -> Result:
         k, d = self.n_components, target.dim
         a = params[:k]
         r_final = traces[-1, 1] if len(traces) else self.r
@@ -273,15 +601,36 @@ class NN4Post(Method):
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), max(self.converge_window, 1)) :]
         messages = {
-            F.STATUS_CONVERGED: [f"stopped at step {len(traces)}: the ELBO's running mean stopped improving"],
+            F.STATUS_CONVERGED: [f"stopped at step {len(traces)}: the ELBO's running mean stopped improving "
+                                 "(and the learning rate was then annealed to its final value)"],
             F.STATUS_BUDGET: [f"gradient budget spent after {len(traces)} steps"],
             F.STATUS_STOPPED: [f"interrupted after {len(traces)} steps"],
         }.get(status, [])
+        slope, slope_t = elbo_slope(elbo)
+        info = {"status": int(status), "steps": len(traces), "params": params.copy(),
+                "elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
+        if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, self.converge_tol):
+            messages.append(
+                f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
+                f"{_tail_length(len(elbo))} of {len(elbo)} steps (t = {slope_t:.1f}) when the "
+                f"{'gradient budget' if status == F.STATUS_BUDGET else 'step count'} ended; give more steps or budget"
+            )
+        pooled = draws.reshape(-1, d)
+        log_ratio = compute_log_ratios(target, approx, pooled)
+        khat = pareto_khat(log_ratio)[1]
+        info["pareto_k"] = khat
+        if khat > PARETO_K_GOOD:
+            messages.append(
+                f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
+                "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
+            )
         return Result(
             method=self.name,
             target=target.name,
             draws=draws,
-            cost=Cost(grad_evals=int(n_grad), logp_evals=int(n_grad), wall_seconds=wall, compile_seconds=compile_seconds),
+            # the k-hat diagnostic's densities at the draws are counted as density evaluations only
+            cost=Cost(grad_evals=int(n_grad), logp_evals=int(n_grad) + pooled.shape[0], wall_seconds=wall,
+                      compile_seconds=compile_seconds),
             param_names=target.param_names,
             seed=seed,
             settings=self.settings(),
@@ -291,7 +640,7 @@ class NN4Post(Method):
             log_z_se=float(np.std(tail) / math.sqrt(len(tail))) if len(tail) > 1 else None,
             stats={name: traces[:, j].copy() for j, name in enumerate(F.TRACE_NAMES)},
             messages=messages,
-            info={"status": int(status), "steps": len(traces), "params": params.copy()},
+            info=info,
         )
 
 

@@ -19,14 +19,24 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
    unfrozen a_j can still raise a_min, so "clip_a" does not bound c_i below;
 4. gauge "mean_grad" subtracts the mean of dL/da (sec. 3.2.1);
 5. Adam (default) or plain gradient descent (``optimizers.py``), learning rate
-   lr x lr_final^(t / steps);
+   lr x lr_final^(t / steps), times a per-parameter scale (``lr_scale``: the posterior scale
+   of each mean when the start knows it, so that a step means the same fraction of a
+   posterior sd in every coordinate; 1 elsewhere);
 6. traces: ELBO estimate (-L), r_t, min c, learning rate, and the norms of the three
    gradient blocks.
 
-Stopping: after ``steps``; when the target-gradient budget is spent; when the ELBO's
-running mean stops improving (means over windows of ``window`` steps; stop when the best
-window mean has not improved by more than tol x (1 + |best|) for ``patience`` windows;
-tol = 0 switches this off); at a non-finite loss or parameter, keeping the last finite
+A call runs steps [t_start, t_stop) and can be resumed: the optimiser's moments and the
+stopping rule's running numbers live in ``state`` ([m1 (P), m2 (P), best, window sum,
+stale windows, step the annealing began (-1: not yet), rate then]), so a fit run in segments is the same fit as one run at once (the caller
+adapts components between segments).
+
+Stopping: after ``steps``; before a step the target-gradient budget cannot pay for; when the
+ELBO's running mean stops improving (means over windows of ``window`` steps: the best window
+mean has not improved by more than tol x (1 + |best|) for ``patience`` windows; tol = 0
+switches this off). A plateau reached while the learning rate is still above its final value
+lr x lr_final is the noise floor of that rate, not the optimum: the rate is then annealed
+geometrically to its final value over ``patience`` windows, and the fit stops after them
+(with lr_final = 1 it stops at once); at a non-finite loss or parameter, keeping the last finite
 parameters (status NONFINITE); or when the caller sets control[0].
 """
 
@@ -45,8 +55,8 @@ from .optimizers import adam_step, all_finite, gradient_descent_step
 
 # integer settings
 (I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
- I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE) = range(13)
-N_ISETTINGS = 13
+ I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE, I_T_START, I_T_STOP) = range(15)
+N_ISETTINGS = 15
 # float settings
 (F_LR, F_LR_FINAL, F_R, F_R_START, F_R_WARM, F_R_RAMP, F_EPS, F_C_ACCURACY, F_TOL, F_BATCH_SCALE,
  F_BETA1, F_BETA2, F_ADAM_EPS) = range(13)
@@ -79,7 +89,7 @@ def _norm(x):
     return math.sqrt(s)
 
 
-def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, traces, control):
+def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr_scale, state, traces, control):
     k = isettings[I_K]
     d = (params.size - k) // (2 * k)
     steps = isettings[I_STEPS]
@@ -106,8 +116,9 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
     grad_a = grads[:k]
     grad_mu = grads[k : k + k * d].reshape((k, d))
     grad_zeta = grads[k + k * d :].reshape((k, d))
-    m1 = np.zeros(params.size)
-    m2 = np.zeros(params.size)
+    n_par = params.size
+    m1 = state[:n_par]
+    m2 = state[n_par : 2 * n_par]
     previous = params.copy()
     eta_flat = np.empty(k * n_s * d)
     eta = eta_flat.reshape((k, n_s, d))
@@ -119,16 +130,24 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
 
     n_grad = 0
     status = STATUS_STEPS
-    done = 0
-    best = -math.inf
-    window_sum = 0.0
-    stale = 0
-    for t in range(steps):
+    t_start = isettings[I_T_START]
+    done = t_start
+    best = state[2 * n_par]
+    window_sum = state[2 * n_par + 1]
+    stale = int(state[2 * n_par + 2])
+    t_anneal = int(state[2 * n_par + 3])
+    lr_anneal = state[2 * n_par + 4]
+    lr_end = fsettings[F_LR] * fsettings[F_LR_FINAL]
+    anneal_steps = max(patience * window, 1)
+    for t in range(t_start, isettings[I_T_STOP]):
         if control[0] != 0:
             status = STATUS_STOPPED
             break
-        if budget >= 0 and n_grad >= budget:
+        if budget >= 0 and n_grad + k * n_s > budget:
             status = STATUS_BUDGET
+            break
+        if t_anneal >= 0 and t - t_anneal >= anneal_steps:
+            status = STATUS_CONVERGED
             break
         r = rescale_factor(t, steps, dynamic_r, fsettings[F_R], fsettings[F_R_START],
                            fsettings[F_R_WARM], fsettings[F_R_RAMP])
@@ -178,14 +197,19 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
             mean /= k
             for i in range(k):
                 grad_a[i] -= mean
-        lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
+        if t_anneal >= 0:
+            lr = lr_anneal * (lr_end / lr_anneal) ** ((t - t_anneal) / anneal_steps)
+        else:
+            lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
         if isettings[I_OPTIMIZER] == OPT_ADAM:
             # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
             a_factor = r if dynamic_r else 1.0
-            adam_step(params, previous, grads, m1, m2, 0, k, t, lr, beta1, beta2, fsettings[F_ADAM_EPS], a_factor)
-            adam_step(params, previous, grads, m1, m2, k, params.size, t, lr, beta1, beta2, fsettings[F_ADAM_EPS], 1.0)
+            adam_step(params, previous, grads, m1, m2, lr_scale, 0, k, t, lr, beta1, beta2, fsettings[F_ADAM_EPS],
+                      a_factor)
+            adam_step(params, previous, grads, m1, m2, lr_scale, k, params.size, t, lr, beta1, beta2,
+                      fsettings[F_ADAM_EPS], 1.0)
         else:
-            gradient_descent_step(params, previous, grads, 0, params.size, lr)
+            gradient_descent_step(params, previous, grads, lr_scale, 0, params.size, lr)
         if not all_finite(params):
             for p in range(params.size):
                 params[p] = previous[p]
@@ -211,11 +235,19 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, tr
                 if mean > best + tol * (1.0 + abs(best if math.isfinite(best) else mean)):
                     best = mean
                     stale = 0
-                else:
+                elif t_anneal < 0:
                     stale += 1
                     if stale >= patience:
-                        status = STATUS_CONVERGED
-                        break
+                        if lr <= lr_end * (1.0 + 1e-12):
+                            status = STATUS_CONVERGED
+                            break
+                        t_anneal = done  # a plateau of this rate: anneal to the final rate, then stop
+                        lr_anneal = lr
+    state[2 * n_par] = best
+    state[2 * n_par + 1] = window_sum
+    state[2 * n_par + 2] = stale
+    state[2 * n_par + 3] = t_anneal
+    state[2 * n_par + 4] = lr_anneal
     return done, n_grad, status, 0.0
 
 
@@ -223,7 +255,7 @@ fit_kernel = target_kernel(
     lambda t: types.Tuple((types.int64, types.int64, types.int64, types.float64))(
         t.logp_grad, t.logp_grad_batch, t.data, VEC,
         types.NumPyRandomGeneratorType("NumPyRandomGeneratorType"),
-        types.int64[::1], VEC, types.float64[:, ::1], types.int64[::1],
+        types.int64[::1], VEC, VEC, VEC, types.float64[:, ::1], types.int64[::1],
     ),
     nogil=True,
     **NUMPY_ERRORS,
@@ -236,3 +268,11 @@ def no_batch_form(theta, grad_out, data, rows, scale):
     for i in range(theta.size):
         grad_out[i] = 0.0
     return math.nan
+
+
+def new_state(n_params: int) -> np.ndarray:
+    """A fresh ``state`` for ``_fit``: zero moments, no best window yet."""
+    state = np.zeros(2 * n_params + 5)
+    state[2 * n_params] = -math.inf
+    state[2 * n_params + 3] = -1.0
+    return state

@@ -1,0 +1,210 @@
+"""The VI methods from their defaults: the mode search finds every peak, components adapt, and
+the fits converge on real (raw-scale, hierarchical) posteriors. Fixed seeds throughout."""
+
+import math
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import modes as M
+from workbench.errors import NonFiniteDensityError
+from workbench.vi import fit as F
+
+from . import user_functions as uf
+
+
+def _per_peak(q, truth):
+    """q's weight on each true peak (components assigned to the nearest peak in sd units)."""
+    mu, s = truth.extras["component_means"], truth.extras["component_scales"]
+    nearest = np.argmin((((q.means[:, None, :] - mu[None]) / s[None]) ** 2).sum(-1), axis=1)
+    return np.bincount(nearest, weights=q.weights, minlength=len(mu))
+
+
+def _check_mixture(dim, n_components, seed, budget):
+    t = wb.targets.gaussian_mixture(dim=dim, n_components=n_components, seed=seed)
+    res = wb.methods.NN4Post(progress=False).run(t, seed=0, grad_budget=budget)
+    assert res.cost.grad_evals <= budget
+    true_w = t.truth.extras["component_weights"]
+    assert np.all(_per_peak(res.approximation, t.truth) > 0.5 * true_w)  # every peak has a component
+    row = wb.metrics.evaluate(res, t)
+    exact = wb.metrics.evaluate(wb.methods.Exact(chains=4, draws=1000).run(t, seed=0), t)
+    assert row["mode_weight_err_max"] <= 0.02
+    assert row["w1_mean"] <= 2.0 * exact["w1_mean"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nn4post_defaults_find_every_peak_of_the_accuracy_studys_2d_mixture(seed):
+    _check_mixture(2, 3, seed, 100_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_components", [3, 5])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nn4post_defaults_find_every_peak_in_ten_dimensions(seed, n_components):
+    _check_mixture(10, n_components, seed, 300_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nn4post_defaults_find_every_peak_in_a_hundred_dimensions(seed):
+    _check_mixture(100, 3, seed, 1_000_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_d", [100, 1000])
+def test_the_papers_benchmark_from_the_default_start(n_d):
+    """Weights 0.05/0.25/0.70 at -3, 0, +3 times ones, sds ln 2, N_c = 5 (nn4post sec. 7.1.1):
+    the mode search's ladder of radii reaches the outer peaks' cells that a box start misses."""
+    t = wb.targets.gaussian_mixture(n_d, weights=[0.05, 0.25, 0.70], means=[-3.0, 0.0, 3.0], scales=math.log(2))
+    res = wb.methods.NN4Post(progress=False).run(t, seed=0)
+    per_peak = _per_peak(res.approximation, t.truth)
+    assert np.all(per_peak > 0.02)
+    assert abs(per_peak[2] - 0.70) <= 0.02
+
+
+def _raw_scale_regression():
+    """Predictors on their raw scales (sds 1, 30, 1000, means far from 0): posterior sds that
+    differ by a factor of about 2,600, the intercept correlated with every slope."""
+    rng = np.random.default_rng(0)
+    n = 200
+    x1, x2, x3 = rng.normal(0, 1, n), rng.normal(50, 30, n), rng.normal(2000, 1000, n)
+    X = np.column_stack([np.ones(n), x1, x2, x3])
+    y = 50 + 2 * x1 + 0.3 * x2 + 0.01 * x3 + rng.normal(0, 5, n)
+    return wb.targets.linear_regression("custom", X=X, y=y, noise_sd=5.0, prior_sd=100.0)
+
+
+def _earnings_regression():
+    """log earnings ~ height + male + height x male, height in inches (Gelman and Hill's example,
+    simulated): the interaction and the raw height make the coefficients strongly correlated."""
+    rng = np.random.default_rng(1)
+    n = 1000
+    male = (rng.random(n) < 0.4).astype(float)
+    height = 64 + 5 * male + rng.normal(0, 3, n)
+    X = np.column_stack([np.ones(n), height, male, height * male])
+    y = 8.0 + 0.02 * height - 0.9 * male + 0.017 * height * male + rng.normal(0, 0.9, n)
+    return wb.targets.linear_regression("custom", X=X, y=y, noise_sd=0.9, prior_sd=10.0)
+
+
+@pytest.mark.parametrize("make", [_raw_scale_regression, _earnings_regression], ids=["raw_scales", "interaction"])
+@pytest.mark.parametrize("method", [wb.methods.MeanFieldVI, wb.methods.NN4Post])
+def test_vi_defaults_reach_the_posterior_mean_on_raw_scale_regressions(make, method):
+    t = make()
+    assert t.truth.sd.max() / t.truth.sd.min() > 100
+    res = method(progress=False).run(t, seed=0, grad_budget=100_000)
+    # against the exact conjugate posterior; the draws' own Monte Carlo error is < 0.03 sd
+    assert wb.metrics.evaluate(res, t)["mean_err_max"] <= 0.2
+    assert res.cost.grad_evals <= 100_000
+
+
+@pytest.fixture(scope="module")
+def eight_schools_reference():
+    t = wb.targets.eight_schools()
+    ref = wb.methods.NUTS(chains=4, warmup=1000, draws=5000, target_accept=0.95, progress=False).run(t, seed=11)
+    row = wb.metrics.evaluate(ref, t, reference=ref.flat_draws())
+    assert row["r_hat_max"] < 1.01 and row["ess_bulk_min"] > 2000
+    return t, ref.flat_draws()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", [wb.methods.MeanFieldVI, wb.methods.NN4Post])
+def test_vi_defaults_reach_the_posterior_mean_on_a_hierarchical_model(method, eight_schools_reference):
+    t, ref = eight_schools_reference
+    res = method(progress=False).run(t, seed=0, grad_budget=100_000)
+    err = np.abs(res.flat_draws().mean(0) - ref.mean(0)) / ref.std(0)
+    assert err.max() <= 0.2
+
+
+def test_a_fit_cut_short_says_it_has_not_converged_and_reports_k_hat():
+    t = wb.targets.gaussian(10, scales="logspace")
+    res = wb.methods.MeanFieldVI(init="box", steps=100, converge_tol=0, progress=False).run(t, seed=0)
+    assert any(m.startswith("not converged: the ELBO was still rising") for m in res.messages)
+    assert res.info["elbo_slope_t"] > 3
+    assert math.isfinite(res.info["pareto_k"]) and any("Pareto k-hat" in m for m in res.messages)
+    done = wb.methods.MeanFieldVI(progress=False).run(wb.targets.gaussian(3), seed=0)
+    assert not any("not converged" in m for m in done.messages) and done.info["pareto_k"] < 0.7
+
+
+def test_component_adaptation_moves_a_spare_component_to_a_missed_peak():
+    """The search is cut to its first run, which finds only the heavier peak; the duplicates
+    there are freed, one moves to the peak found by ascent from the worst-covered candidate, the
+    other is removed. Without adaptation the light peak stays missed."""
+    m = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-2.5, 2.5], scales=1.0)
+    common = dict(n_components=3, search_starts=0, progress=False)
+    on = wb.methods.NN4Post(**common).run(m, seed=0, grad_budget=60_000)
+    off = wb.methods.NN4Post(adapt_components=False, **common).run(m, seed=0, grad_budget=60_000)
+    assert on.info["mode_search"]["modes"] == 1
+    assert wb.metrics.evaluate(on, m)["mode_weight_err_max"] < 0.02
+    assert wb.metrics.evaluate(off, m)["mode_weight_err_max"] > 0.25
+    kinds = [move["kind"] for move in on.info["component_moves"]]
+    assert kinds.count("moved") == 1 and on.stats["component_moves"].sum() == 1
+    assert on.cost.grad_evals <= 60_000 and "component_moves" not in off.info
+
+
+def test_a_fit_run_in_segments_is_the_same_fit():
+    """The kernel's state (optimiser moments, stopping rule) carries over between calls."""
+    t = wb.targets.gaussian(3)
+    method = wb.methods.NN4Post(n_components=2, init="box", progress=False)
+    kernel = F.fit_kernel.for_target(t)
+    from workbench.jit import logp_grad_batch_signature
+
+    F.no_batch_form.compile(logp_grad_batch_signature(t.data_type))
+    out = []
+    for segments in ([(0, 300)], [(0, 100), (100, 250), (250, 300)]):
+        rng = np.random.default_rng(5)
+        params, lr_scale = method._initial_parameters(t, np.random.default_rng(1), None)
+        isettings = np.zeros(F.N_ISETTINGS, dtype=np.int64)
+        isettings[[F.I_K, F.I_STEPS, F.I_SAMPLES, F.I_EXACT, F.I_GRAD_BUDGET, F.I_WINDOW, F.I_PATIENCE]] = (
+            2, 300, 10, 1, -1, 50, 2)
+        fsettings = np.zeros(F.N_FSETTINGS)
+        fsettings[[F.F_LR, F.F_LR_FINAL, F.F_R, F.F_TOL, F.F_BETA1, F.F_BETA2, F.F_ADAM_EPS]] = (
+            0.05, 0.1, 1.0, 1e-4, 0.9, 0.999, 1e-8)
+        state, traces = F.new_state(params.size), np.zeros((300, len(F.TRACE_NAMES)))
+        for start, stop in segments:
+            isettings[F.I_T_START], isettings[F.I_T_STOP] = start, stop
+            kernel(t.logp_grad, F.no_batch_form, t.data, params, rng, isettings, fsettings, lr_scale, state,
+                   traces, np.zeros(2, dtype=np.int64))
+        out.append((params, traces))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_mode_search_weights_are_the_peaks_masses_and_its_cost_is_counted():
+    t = wb.targets.gaussian_mixture(3, weights=[0.2, 0.8], means=[-4.0, 4.0], scales=[1.0, 0.5])
+    search = M.find_modes(t, np.random.default_rng(0), starts=50)
+    assert len(search.modes) == 2 and search.grad_evals > 0
+    np.testing.assert_allclose(search.weights, [0.8, 0.2], atol=1e-6)  # Laplace is exact per peak
+    np.testing.assert_allclose(search.modes[0].sd, 0.5, rtol=1e-4)
+    limited = M.find_modes(t, np.random.default_rng(0), starts=50, max_grad_evals=200)
+    assert limited.grad_evals <= 200 and limited.starts < 50
+
+
+def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
+    # log p = -inf beyond radius 6: starts there are counted and skipped, the mode is found
+    t = wb.Target.from_numba(uf.gaussian_in_a_disc, dim=2, name="disc")
+    search = M.find_modes(t, np.random.default_rng(0), starts=40)
+    assert search.failed > 0 and len(search.modes) == 1
+    np.testing.assert_allclose(search.modes[0].x, [-1.0, 0.0], atol=1e-5)
+    res = wb.methods.MeanFieldVI(progress=False).run(t, seed=0, grad_budget=20_000)
+    assert res.info["mode_search"]["failed_starts"] > 0
+    nowhere = wb.Target.from_numba(uf.nowhere_finite, dim=2, name="nowhere", validate=False)
+    with pytest.raises(NonFiniteDensityError, match="found no point with a finite density"):
+        wb.methods.MeanFieldVI(progress=False).run(nowhere, seed=0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: wb.methods.NN4Post(init="random"), "init must be one of"),
+        (lambda: wb.methods.NN4Post(init_range=3.0), "pass init='box' with it"),
+        (lambda: wb.methods.NN4Post(epsilon=0.0), "epsilon must be > 0"),
+        (lambda: wb.methods.NN4Post(search_budget=1.5), "search_budget is a fraction"),
+        (lambda: wb.methods.NN4Post(c_accuracy=0.0), "c_accuracy must lie in"),
+        (lambda: wb.methods.NN4Post(adapt_draws=0), "adapt_draws must be an integer >= 1"),
+        (lambda: wb.methods.MeanFieldVI().run(wb.targets.gaussian(50), seed=0, grad_budget=200),
+         r"grad_budget=200 is too small for init='modes'.*needs at least 150"),
+    ],
+)
+def test_bad_settings_name_the_setting(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
