@@ -28,7 +28,7 @@ TARGETS = [
     ("BNN", {"factory": "bnn", "n_data": 40, "widths": [5]}),
 ]
 NN4POST = {  # per target: a fit that finds every peak (a box covering them, restarts ranked by ELBO)
-    "mixture d=4": {"n_components": 8, "steps": 4000, "init_range": 5.0, "restarts": 6},
+    "mixture d=4": {"n_components": 8, "steps": 4000},
     "funnel d=5": {"n_components": 8, "steps": 4000},
     "BNN": {"n_components": 4, "steps": 10_000, "lr_final": 0.01},
 }

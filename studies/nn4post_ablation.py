@@ -8,9 +8,13 @@ weights and scales. The loss against iterations is KL(q||p) (the target is norma
 final KL is re-estimated from 4,000 fresh draws of q, with the exact entropy, for every
 variant. A second start puts weight 1e-12 on the two components at the main peak (the
 frozen-out problem, sec. 3.2.3). The N_c sweep fits a 2-d three-peak mixture (weights 0.2,
-0.3, 0.5 at -4, 0, +4) from the default box start. Several seeds each. It answers the paper's open claims: the gauge c(a - mean a)
+0.3, 0.5 at -4, 0, +4) from the paper's box start. Several seeds each. It answers the paper's open claims: the gauge c(a - mean a)
 "converges apparently faster" than subtracting the mean gradient (sec. 3.2.1), and the
-entropy lower bound "cannot get enough accuracy" (sec. 3.3.1).
+entropy lower bound "cannot get enough accuracy" (sec. 3.3.1). A last part compares the
+starts, the paper's box against the mode search (init="modes", the default), each with and
+without component adaptation, at the defaults otherwise, on the accuracy study's three-peak
+mixtures (random peaks and weights) of d = 2, 10 and 100 at budgets of 10^5, 3 x 10^5 and 10^6
+gradients. The option rows keep the paper's settings (a constant learning rate, no adaptation).
 
     python studies/nn4post_ablation.py [--quick]
 """
@@ -50,6 +54,15 @@ GROUPS = {
 }
 
 
+INIT_VARIANTS = {  # label -> settings changed from the defaults
+    "box, no adaptation": {"init": "box", "adapt_components": False},
+    "box + adaptation": {"init": "box"},
+    "modes, no adaptation": {"adapt_components": False},
+    "modes + adaptation (default)": {},
+}
+INIT_BUDGETS = {2: 100_000, 10: 300_000, 100: 1_000_000}
+
+
 def three_peak_target(dim: int) -> dict:
     return {"factory": "gaussian_mixture", "dim": dim, "n_components": 3, "weights": [0.05, 0.25, 0.70],
             "means": [[-3.0] * dim, [0.0] * dim, [3.0] * dim], "scales": [[LN2] * dim] * 3}
@@ -69,7 +82,7 @@ def grid(quick: bool) -> list[Cell]:
     seeds = (0, 1, 2) if quick else (0, 1, 2, 3, 4)
     steps = 3000 if quick else 10_000
     base = {"method": "NN4Post", "n_components": 5, "samples": 10, "steps": steps, "learning_rate": 0.05,
-            "converge_tol": 0, "draws": 1000, "progress": False}
+            "lr_final": 1.0, "adapt_components": False, "converge_tol": 0, "draws": 1000, "progress": False}
     cells = []
     for d in dims:
         for seed in seeds:
@@ -85,9 +98,20 @@ def grid(quick: bool) -> list[Cell]:
                "means": [-4.0, 0.0, 4.0], "scales": [0.8, 1.0, 1.2]}
     for n_c in (1, 2, 3, 5, 8):
         for seed in seeds:
-            method = {**base, "n_components": n_c, "steps": steps}
+            method = {**base, "n_components": n_c, "steps": steps, "init": "box"}
             cells.append(Cell(mixture, method, seed, extra=EXTRA, labels={
                 "target": "mixture d=2", "method": f"N_c = {n_c}", "n_components": n_c, "part": "N_c", "dim": 2}))
+    # the starts: box or mode search, with and without component adaptation, at the defaults otherwise
+    for d, budget in INIT_BUDGETS.items():
+        if quick and d == 100:
+            continue
+        for seed in seeds[:3]:
+            target = {"factory": "gaussian_mixture", "dim": d, "n_components": 3, "seed": seed}
+            for label, change in INIT_VARIANTS.items():
+                method = {"method": "NN4Post", "draws": 4000, "progress": False, **change}
+                cells.append(Cell(target, method, seed, budget, extra=EXTRA, labels={
+                    "target": f"mixture d={d}", "method": label, "start": change.get("init", "modes"),
+                    "part": "init", "dim": d}))
     return cells
 
 
@@ -173,7 +197,11 @@ def finding(run) -> str:
     if len(frozen):
         parts.append("with the main peak's components started at weight 1e-12, final KL " + ", ".join(
             f"{m.replace('baseline (gauge c(a - mean a))', 'no fix')} {frozen.loc[m, 'kl_median']:.3g}" for m in frozen.index))
-    nc = s[s["target"] == "mixture d=2"]
+    init = s[s["method"].isin(list(INIT_VARIANTS))]
+    for target, g in init.groupby("target", sort=False):
+        parts.append(f"on the {target} three-peak mixture the largest peak-weight error (median over seeds) is " + ", ".join(
+            f"{m} {w:.3f}" for m, w in zip(g["method"], g["weight_err_median"])))
+    nc = s[(s["target"] == "mixture d=2") & s["method"].str.startswith("N_c")]
     if len(nc):
         parts.append("on the 2-d three-peak mixture the final KL by N_c is " + ", ".join(
             f"{m.split('= ')[1]}: {k:.3g}" for m, k in zip(nc["method"], nc["kl_median"])))
@@ -238,6 +266,30 @@ def _nc_figure(run, folder) -> str:
     return "n_components.png"
 
 
+def _init_figure(run, folder) -> str:
+    t = run.table[(run.table["part"] == "init") & (run.table["status"] == "ok")]
+    dims = sorted(t["dim"].unique())
+    fig, axes = plt.subplots(1, len(dims), figsize=(3.6 * len(dims), 3.4), squeeze=False)
+    labels = list(INIT_VARIANTS)
+    for ax, d in zip(axes[0], dims):
+        sub = t[t["dim"] == d]
+        for j, label in enumerate(labels):
+            v = sub.loc[sub["method"] == label, "weight_err_max"].to_numpy(float)
+            if v.size:
+                ax.bar(j, np.median(v), color="0.85", edgecolor="0.4")
+                ax.plot(np.full(v.size, j), v, "o", color="C0", ms=4)
+        ax.set_xticks(range(len(labels)), [x.replace(" (default)", "\n(default)").replace(", ", ",\n").replace(" + ", "\n+ ")
+                                           for x in labels], fontsize=7)
+        ax.set_title(f"three-peak mixture, d = {int(d)}", fontsize=9)
+        ax.set_ylabel("largest peak-weight error")
+        ax.set_ylim(0, 0.75)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(folder / "starts.png", dpi=85)
+    plt.close(fig)
+    return "starts.png"
+
+
 def report(run, folder) -> Page:
     if "start" in run.table:
         run.table["start"] = run.table["start"].fillna("box")
@@ -248,8 +300,13 @@ def report(run, folder) -> Page:
                       "final KL in the table uses the exact entropy. Dotted: the goal of the iterations column (twice the baseline's final KL).")
                for d in dims]
     figures.append(Figure(_nc_figure(run, folder),
-                          "N_c sweep on a 2-d three-peak mixture from the default box start: final KL and the largest "
+                          "N_c sweep on a 2-d three-peak mixture from the paper's box start: final KL and the largest "
                           "peak-weight error per seed (line: median). Fewer components than peaks must miss mass."))
+    if (run.table["part"] == "init").any():
+        figures.append(Figure(_init_figure(run, folder),
+                              "The starts at the defaults otherwise: the largest peak-weight error per seed (dots) and "
+                              "median (bar) for the box and the mode search, with and without component adaptation. "
+                              "0.67 means every component sits on one peak."))
     return Page(finding=finding(run), figures=figures,
                 tables=[("Per variant (over seeds)", summary(run))],
                 notes=["Final KL = E_q[log q - log p] from 4,000 fresh draws of q (the target's log Z = 0), standard "

@@ -28,9 +28,12 @@ def _check_mixture(dim, n_components, seed, budget):
     true_w = t.truth.extras["component_weights"]
     assert np.all(_per_peak(res.approximation, t.truth) > 0.5 * true_w)  # every peak has a component
     row = wb.metrics.evaluate(res, t)
-    exact = wb.metrics.evaluate(wb.methods.Exact(chains=4, draws=1000).run(t, seed=0), t)
     assert row["mode_weight_err_max"] <= 0.02
-    assert row["w1_mean"] <= 2.0 * exact["w1_mean"]
+    # Exact's W1 with as many draws is the Monte Carlo floor; one run of it is itself noisy
+    # (0.010 to 0.014 over seeds on one target), so its mean over five seeds is the comparator
+    exact = np.mean([wb.metrics.evaluate(wb.methods.Exact(chains=4, draws=1000).run(t, seed=s), t)["w1_mean"]
+                     for s in range(5)])
+    assert row["w1_mean"] <= 2.0 * exact
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -202,7 +205,7 @@ def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
         (lambda: wb.methods.NN4Post(c_accuracy=0.0), "c_accuracy must lie in"),
         (lambda: wb.methods.NN4Post(adapt_draws=0), "adapt_draws must be an integer >= 1"),
         (lambda: wb.methods.MeanFieldVI().run(wb.targets.gaussian(50), seed=0, grad_budget=200),
-         r"grad_budget=200 is too small for init='modes'.*needs at least 150"),
+         r"grad_budget=200 is too small for init='modes'.*needs at least 300"),
     ],
 )
 def test_bad_settings_name_the_setting(make, message):

@@ -39,6 +39,9 @@ FULL_HESSIAN_MAX_DIM = 500
 """Above this dimension only the diagonal of the Hessian is formed (O(d) memory)."""
 
 LBFGS_MAXITER = 1000
+LBFGS_MAX_CALLS_PER_DIM = 20
+"""An ascent may take 20 (d + 20) evaluations: plenty for a mode in reach, a cap for the
+starts that crawl across plateaus (a BNN's saturated units)."""
 
 
 class Mode(NamedTuple):
@@ -70,7 +73,7 @@ class ModeSearch(NamedTuple):
 
 def min_grad_evals(dim: int) -> int:
     """Gradient evaluations the first run needs at the least: a short L-BFGS run and its curvature."""
-    return 2 * dim + 50
+    return 2 * dim + 200
 
 
 class _Counter:
@@ -198,7 +201,7 @@ def find_modes(
             failed += 1
             return
         # the ascent leaves room for the curvature at its optimum (2 d gradients)
-        x, lp, calls = _ascend(target, x_start, min(budget_left - 2 * d - 1, 50 * (d + 20)))
+        x, lp, calls = _ascend(target, x_start, min(budget_left - 2 * d - 1, LBFGS_MAX_CALLS_PER_DIM * (d + 20)))
         used += calls
         if not math.isfinite(lp):
             unconverged += 1

@@ -160,7 +160,7 @@ class _ComponentAdapter:
             if not math.isfinite(log_ratio[j]):
                 break
             log_ratio[j] = -math.inf  # the next component starts from the next-worst draw
-            limit = 50 * (d + 20) if budget_left is None else max(budget_left - spent - 2 * d, 2)
+            limit = M.LBFGS_MAX_CALLS_PER_DIM * (d + 20) if budget_left is None else max(budget_left - spent - 2 * d, 2)
             x_opt, lp, calls = M._ascend(target, x[j], limit)
             spent += calls
             covered = not math.isfinite(lp) or any(
@@ -239,8 +239,9 @@ class NN4Post(Method):
         ``batch_factor=False`` drops the N_D / N_m factor on purpose [3.4.1].
     init : "modes" (default) or "box". "modes" searches the target for modes first
         (``workbench/modes.py``: L-BFGS from ``search_starts`` starts spread on a ladder of radii,
-        every gradient counted in the budget; without a gradient budget 200 starts, under one as
-        many as ``search_budget`` of it pays for, at most 2,000) and puts a component on each of the
+        every gradient counted in the budget: as many starts as ``search_budget`` (5%) of the
+        gradient budget pays for, or without one 5% of the gradients the fit's steps will take,
+        at most 2,000 starts) and puts a component on each of the
         best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
         weights from the modes' Laplace evidences; components beyond the modes found start spread
         by one local sd around the heaviest modes, not stacked on them. The means' Adam steps are
@@ -432,7 +433,10 @@ class NN4Post(Method):
         d = target.dim
         needed = M.min_grad_evals(d)
         if budget.grad_evals is None:
-            starts, limit = (200 if self.search_starts is None else self.search_starts), None
+            # without a budget the search may spend the same share of what the fit will spend
+            steps = budget.steps if budget.steps is not None else (self.steps or DEFAULT_STEPS)
+            limit = max(needed, int(self.search_budget * steps * self.n_components * self.samples))
+            starts = 2000 if self.search_starts is None else self.search_starts
         else:
             if budget.grad_evals < 2 * needed:
                 raise ValueError(
