@@ -40,8 +40,10 @@ def grid(quick: bool) -> list[Cell]:
     for label, spec in TARGETS:
         for n_c in components:
             for n in steps:
+                # the paper's box start: the study follows the loss along training from far away
                 method = {"method": "NN4Post", "n_components": n_c, "steps": n, "learning_rate": 0.05,
-                          "lr_final": 0.01, "converge_tol": 0, "draws": 200, "progress": False}
+                          "lr_final": 0.01, "converge_tol": 0, "draws": 200, "init": "box",
+                          "adapt_components": False, "progress": False}
                 for seed in seeds:
                     cells.append(Cell(spec, method, seed, extra=EXTRA, labels={
                         "target": label, "method": f"N_c = {n_c}", "n_components": n_c, "iterations": n}))

@@ -17,7 +17,8 @@ and ``MeanFieldVI`` with ``init="modes"``) and reusable by any method that needs
    Laplace evidence log p(m) + d/2 log 2 pi - 1/2 log det(-H), so that exp(log_z) of separated
    modes are proportional to their masses. Optima where -H is not positive definite (saddles,
    flat directions), runs that did not converge and starts whose density is not finite are
-   skipped and counted.
+   skipped and counted. When no ascent converges at all (plateaus, as in a BNN with saturated
+   units), the best point reached stands in for a mode (``ModeSearch.fallback``).
 
 Every gradient evaluation is counted; ``max_grad_evals`` stops the search (the first run is
 always completed, and it alone may exceed a very small limit: ``min_grad_evals`` says how
@@ -63,6 +64,8 @@ class ModeSearch(NamedTuple):
     failed: int
     saddles: int
     unconverged: int
+    fallback: bool = False
+    """True when no ascent converged and ``modes`` holds the best point one reached."""
 
     @property
     def weights(self) -> np.ndarray:
@@ -191,6 +194,7 @@ def find_modes(
     saddles = 0
     unconverged = 0
     modes: list[dict] = []
+    best_unconverged = [None, -math.inf]  # the fallback: the highest point an unfinished ascent reached
 
     def consider(x_start, budget_left) -> None:
         nonlocal used, failed, saddles, unconverged
@@ -205,6 +209,9 @@ def find_modes(
         used += calls
         if not math.isfinite(lp):
             unconverged += 1
+            reached = target.logp(x) if np.all(np.isfinite(x)) else -math.inf
+            if math.isfinite(reached) and reached > best_unconverged[1]:
+                best_unconverged[:] = [x, reached]
             return
         for m in modes:  # an optimum already known: no curvature needed
             if np.all(np.abs(x - m["x"]) < merge * m["sd"]):
@@ -232,6 +239,17 @@ def find_modes(
         rho = math.exp(rng.uniform(0.0, log_rho_max))
         consider(x0 + scale * rng.standard_normal(d) * rho, limit - used)
         n_started += 1
+    fallback = False
+    if not modes and best_unconverged[0] is not None:
+        # no ascent converged (plateaus, a budget too small): start from the best point reached,
+        # with the curvature there where it is usable, else unit scales
+        x, lp = best_unconverged
+        sd, log_z, calls = laplace_summary(target, x, lp)
+        used += calls
+        if sd is None:
+            sd, log_z = np.ones(d), lp
+        modes.append({"x": x, "logp": lp, "sd": sd, "log_z": log_z, "hits": 0})
+        fallback = True
     if not modes:
         raise NonFiniteDensityError(
             f"the mode search on {target.name!r} found no point with a finite density and a positive "
@@ -248,4 +266,5 @@ def find_modes(
         failed=failed,
         saddles=saddles,
         unconverged=unconverged,
+        fallback=fallback,
     )

@@ -245,8 +245,9 @@ class NN4Post(Method):
         best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
         weights from the modes' Laplace evidences; components beyond the modes found start spread
         by one local sd around the heaviest modes, not stacked on them. The means' Adam steps are
-        then scaled by those sds (a step of ``learning_rate`` is that fraction of a posterior sd
-        in every coordinate, whatever the parameters' units). "box" is the paper's start: means
+        then scaled by each component's current sds (a step of ``learning_rate`` is that fraction
+        of a posterior sd in every coordinate, whatever the parameters' units, and it follows
+        the scales as they are fitted: a mode deep in a funnel's neck is a poor guess of them). "box" is the paper's start: means
         uniform in a box of half-width ``init_range`` around the target's initial point (None
         gives sqrt(d), the sec. 7.1.1 scaling), sds ``init_scale`` (ln 2, i.e. zeta = 0).
         ``init_from``, when given, overrides both: a fitted Laplace result (or any
@@ -497,6 +498,8 @@ class NN4Post(Method):
         isettings[F.I_DYNAMIC_R] = int(self.rescale == "dynamic")
         isettings[F.I_WINDOW] = self.converge_window
         isettings[F.I_PATIENCE] = self.converge_patience
+        # steps in posterior sds whenever the start knows the scales (not the paper's box)
+        isettings[F.I_SCALE_BY_SIGMA] = int(self.init_from is not None or self.init == "modes")
         fsettings = np.zeros(F.N_FSETTINGS)
         fsettings[F.F_LR] = self.rate(target.dim)
         fsettings[F.F_LR_FINAL] = self.lr_final
@@ -556,6 +559,9 @@ class NN4Post(Method):
                 "failed_starts": search.failed, "saddles": search.saddles, "unconverged": search.unconverged,
                 "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
             }
+            if search.fallback:
+                result.messages.insert(0, "mode search: no ascent converged within its evaluations; the fit "
+                                          "started from the best point reached")
             result.messages.insert(0, (
                 f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
                 f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")

@@ -19,9 +19,10 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
    unfrozen a_j can still raise a_min, so "clip_a" does not bound c_i below;
 4. gauge "mean_grad" subtracts the mean of dL/da (sec. 3.2.1);
 5. Adam (default) or plain gradient descent (``optimizers.py``), learning rate
-   lr x lr_final^(t / steps), times a per-parameter scale (``lr_scale``: the posterior scale
-   of each mean when the start knows it, so that a step means the same fraction of a
-   posterior sd in every coordinate; 1 elsewhere);
+   lr x lr_final^(t / steps), times a per-parameter scale (``lr_scale``: 1, or for the means
+   the posterior scale the start knows, or, with ``scale_by_sigma``, each component's current
+   sd, refreshed every step, so that a step is the same fraction of a posterior sd in every
+   coordinate and follows the scales as they are fitted);
 6. traces: ELBO estimate (-L), r_t, min c, learning rate, and the norms of the three
    gradient blocks.
 
@@ -55,8 +56,8 @@ from .optimizers import adam_step, all_finite, gradient_descent_step
 
 # integer settings
 (I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
- I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE, I_T_START, I_T_STOP) = range(15)
-N_ISETTINGS = 15
+ I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE, I_T_START, I_T_STOP, I_SCALE_BY_SIGMA) = range(16)
+N_ISETTINGS = 16
 # float settings
 (F_LR, F_LR_FINAL, F_R, F_R_START, F_R_WARM, F_R_RAMP, F_EPS, F_C_ACCURACY, F_TOL, F_BATCH_SCALE,
  F_BETA1, F_BETA2, F_ADAM_EPS) = range(13)
@@ -201,6 +202,14 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             lr = lr_anneal * (lr_end / lr_anneal) ** ((t - t_anneal) / anneal_steps)
         else:
             lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
+        if isettings[I_SCALE_BY_SIGMA] != 0:
+            # each mean steps in units of its component's current sd (frozen entries stay 0)
+            for i in range(k):
+                for j in range(d):
+                    p = k + i * d + j
+                    if lr_scale[p] != 0.0:
+                        z = zeta[i, j]
+                        lr_scale[p] = math.log1p(math.exp(-abs(z))) + max(z, 0.0)
         if isettings[I_OPTIMIZER] == OPT_ADAM:
             # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
             a_factor = r if dynamic_r else 1.0
