@@ -6,7 +6,7 @@ overhead ratio = sampling wall time / (gradient evaluations x time of one logp_g
 measured in a jitted loop right after the run; the median of three repeats), and
 ``momentum``: the part of that ratio spent drawing the momenta alone (d normals per
 transition, timed in the same run), a floor no implementation of the algorithm goes below. Then NUTS's two mass-adaptation schemes side by
-side (4 chains). Goals (issue 3): overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients
+side (4 chains). Goals: overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients
 on the Gaussian.
 
     python studies/mcmc_speed.py [--quick] [--seed N]

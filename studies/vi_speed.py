@@ -17,7 +17,7 @@ steps per second, gradient evaluations per second, and where the time goes:
   ``logp_grad`` and a jitted normal generator). Per step and draw that is the inherent
   O(N_c^2 d) mixture cost. Goal on the Gaussian: <= 1.3.
 
-Part 2 reproduces the original TensorFlow implementation's benchmark (issue 4): the 3-peak
+Part 2 reproduces the original TensorFlow implementation's benchmark (nn4post sec. 7.1.1): the 3-peak
 mixture, weights (0.05, 0.25, 0.70), means -3, 0, +3 times the all-ones vector, scales ln 2,
 fitted with N_c = 5 and 10 samples per component, at N_d = 100, 1,000 and 10,000. Two starts:
 ``box`` (the default: means uniform in a box of half-width sqrt(N_d), sec. 7.1.1, 4 restarts

@@ -113,14 +113,11 @@ def _ascend(target: Target, x0: np.ndarray, max_calls: int) -> tuple[np.ndarray,
     return np.asarray(res.x, dtype=float), (-float(res.fun) if converged else -math.inf), fun.calls
 
 
-def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np.ndarray, int]:
-    """The Hessian of log p at x, (d, d), or its diagonal (d,) above FULL_HESSIAN_MAX_DIM,
-    and the gradient evaluations it took (0 for the target's analytic Hessian)."""
+def hessian_by_differences(target: Target, x, rel_step: float = 1e-5, diagonal: bool = False) -> np.ndarray:
+    """The Hessian of log p at x by central differences of the gradient (2 d gradients),
+    symmetrised; with ``diagonal`` only its diagonal (d,), in O(d) memory."""
     d = target.dim
-    if target.hessian is not None and d <= FULL_HESSIAN_MAX_DIM:
-        return np.asarray(target.hessian(x), dtype=float), 0
-    full = d <= FULL_HESSIAN_MAX_DIM
-    out = np.empty((d, d)) if full else np.empty(d)
+    out = np.empty(d) if diagonal else np.empty((d, d))
     y = np.array(x, dtype=float)
     for k in range(d):
         h = rel_step * max(1.0, abs(y[k]))
@@ -131,13 +128,20 @@ def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np
         _, g_down = target.logp_and_grad(y)
         y[k] = orig
         column = (g_up - g_down) / (2.0 * h)
-        if full:
-            out[:, k] = column
-        else:
+        if diagonal:
             out[k] = column[k]
-    if full:
-        out = 0.5 * (out + out.T)
-    return out, 2 * d
+        else:
+            out[:, k] = column
+    return out if diagonal else 0.5 * (out + out.T)
+
+
+def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np.ndarray, int]:
+    """The Hessian of log p at x, (d, d), or its diagonal (d,) above FULL_HESSIAN_MAX_DIM,
+    and the gradient evaluations it took (0 for the target's analytic Hessian)."""
+    full = target.dim <= FULL_HESSIAN_MAX_DIM
+    if target.hessian is not None and full:
+        return np.asarray(target.hessian(x), dtype=float), 0
+    return hessian_by_differences(target, x, rel_step, diagonal=not full), 2 * target.dim
 
 
 def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray, float, int] | None:

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import optimize
 
 from ..approximations import Gaussian
+from ..modes import hessian_by_differences
 from ..errors import WorkbenchError
 from ..result import Budget, Cost, Result
 from ..target import Target
@@ -39,23 +40,6 @@ class LaplaceError(WorkbenchError, ValueError):
         self.logp = logp
         self.hessian = hessian
         self.eigenvalues = eigenvalues
-
-
-def hessian_by_differences(target: Target, theta, rel_step: float = 1e-5) -> np.ndarray:
-    """Hessian of log p by central differences of the gradient (2 d gradients), symmetrised."""
-    x = np.array(theta, dtype=float)
-    d = x.size
-    h_mat = np.empty((d, d))
-    for k in range(d):
-        h = rel_step * max(1.0, abs(x[k]))
-        orig = x[k]
-        x[k] = orig + h
-        _, g_up = target.logp_and_grad(x)
-        x[k] = orig - h
-        _, g_down = target.logp_and_grad(x)
-        x[k] = orig
-        h_mat[:, k] = (g_up - g_down) / (2.0 * h)
-    return 0.5 * (h_mat + h_mat.T)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ p(x) = sum_k w_k prod_alpha N(x_alpha; mu_k_alpha, s_k_alpha), normalised (log Z
 Separated peaks, unequal weights and per-dimension scales make it the case where a
 single Gaussian (mean-field VI, Laplace) lands on one peak and a mixture q can be exact.
 
-The original nn4post benchmark (issue 4) is ``gaussian_mixture(dim, weights=[0.05, 0.25,
+The original nn4post benchmark (the paper's sec. 7.1.1 test problem) is ``gaussian_mixture(dim, weights=[0.05, 0.25,
 0.70], means=[-3, 0, 3], scales=np.log(2))``: a scalar mean per component means that value
 times the all-ones vector.
 """
