@@ -144,16 +144,17 @@ def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np
     return hessian_by_differences(target, x, rel_step, diagonal=not full), 2 * target.dim
 
 
-def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray, float, int] | None:
-    """(mean-field scales 1/sqrt(-H_jj), Laplace log evidence, gradients used) at x, or None
-    when -H is not positive definite there (with the gradients used as the third item)."""
+def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray | None, float, int]:
+    """(mean-field scales 1/sqrt(-H_jj), Laplace log evidence, gradients used) at x; the scales
+    are None (and the evidence NaN) when -H is not positive definite there."""
     hess, used = curvature(target, x)
     d = target.dim
+    if not np.all(np.isfinite(hess)):
+        return None, math.nan, used
     if hess.ndim == 2:
-        neg_h = -hess
-        diag = np.diag(neg_h)
+        diag = -np.diag(hess)
         try:
-            chol = np.linalg.cholesky(neg_h)
+            chol = np.linalg.cholesky(-hess)
         except np.linalg.LinAlgError:
             return None, math.nan, used
         log_det = 2.0 * float(np.sum(np.log(np.diag(chol))))
@@ -162,8 +163,6 @@ def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndar
         if not np.all(diag > 0):
             return None, math.nan, used
         log_det = float(np.sum(np.log(diag)))
-    if not (np.all(diag > 0) and np.all(np.isfinite(diag))):
-        return None, math.nan, used
     log_z = logp + 0.5 * d * math.log(2.0 * math.pi) - 0.5 * log_det
     return 1.0 / np.sqrt(diag), log_z, used
 

@@ -28,6 +28,7 @@ INITS = ("modes", "box")
 PARETO_K_GOOD = 0.7
 ADAPT_WIDEN = 3.0
 DEFAULT_STEPS = 5000
+MAX_SEARCH_STARTS = 2000
 
 class VIDivergenceError(WorkbenchError, FloatingPointError):
     """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
@@ -98,21 +99,21 @@ def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
 
 
 class _ComponentAdapter:
-    """Moves dead components to modes q does not cover yet, between windows of the fit.
+    """Moves dead or duplicate components to modes q does not cover yet, between windows of the fit.
 
     Variational boosting (Miller, Foti and Adams 2017) adds components where the residual
     log p - log q is large; GMMVI (Arenz et al. 2023) deletes components of negligible weight
     and adds new ones at the draw where q is worst. Here the number of components is fixed:
     a component whose weight stayed below ``c_accuracy`` for two windows is the one that moves.
     Its new place is the optimum of an L-BFGS ascent from the candidate (a draw of q with its
-    scales widened threefold) with the largest log p - log q; if that optimum is a mode no live component covers, the component moves
-    there with the mode's Laplace scales and a weight from its Laplace evidence against the
+    scales widened threefold) with the largest log p - log q; if that optimum is a mode no live
+    component covers, the component moves there with the mode's Laplace scales and a weight from its Laplace evidence against the
     current ELBO (the mass q already holds), and its optimiser moments restart at zero;
     otherwise it is removed (GMMVI's deletion): its weight goes to the component it duplicates
     and it stays frozen at a negligible weight.
     """
 
-    def __init__(self, method: "NN4Post", target: Target, rng, search):
+    def __init__(self, method: "NN4Post", target: Target, rng):
         self.method, self.target, self.rng = method, target, rng
         k = method.n_components
         self.below = np.zeros(k, dtype=int)
@@ -178,8 +179,7 @@ class _ComponentAdapter:
             others = np.delete(r * a, i)
             a[i] = (math.log(c_new / (1.0 - c_new)) + float(np.logaddexp.reduce(others))) / r
             mu[i] = x_opt
-            zeta[i] = _softplus_inv(sd)
-            lr_scale[k + i * d : k + (i + 1) * d] = sd
+            zeta[i] = _softplus_inv(sd)  # with scale_steps, the kernel steps its mean in these sds
             for block in (np.array([i]), np.arange(k + i * d, k + (i + 1) * d),
                           np.arange(k + k * d + i * d, k + k * d + (i + 1) * d)):
                 state[block] = 0.0
@@ -244,10 +244,7 @@ class NN4Post(Method):
         at most 2,000 starts) and puts a component on each of the
         best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
         weights from the modes' Laplace evidences; components beyond the modes found start spread
-        by one local sd around the heaviest modes, not stacked on them. The means' Adam steps are
-        then scaled by each component's current sds (a step of ``learning_rate`` is that fraction
-        of a posterior sd in every coordinate, whatever the parameters' units, and it follows
-        the scales as they are fitted: a mode deep in a funnel's neck is a poor guess of them). "box" is the paper's start: means
+        by one local sd around the heaviest modes, not stacked on them. "box" is the paper's start: means
         uniform in a box of half-width ``init_range`` around the target's initial point (None
         gives sqrt(d), the sec. 7.1.1 scaling), sds ``init_scale`` (ln 2, i.e. zeta = 0).
         ``init_from``, when given, overrides both: a fitted Laplace result (or any
@@ -257,12 +254,17 @@ class NN4Post(Method):
         start (a warm start).
     converge_window, converge_patience, converge_tol : the early-stopping rule (see
         ``workbench/vi/fit.py``); tol = 0 switches it off.
+    scale_steps : the means' Adam steps in units of each component's current sds (a step of
+        ``learning_rate`` is that fraction of a posterior sd in every coordinate, whatever the
+        parameters' units, and it follows the scales as they are fitted). None (default): on for
+        the mode search's start, off for the box and ``init_from`` (the paper's absolute steps).
     adapt_components : True (default) moves components that are not needed where they are: one
         whose weight stays below ``c_accuracy``, or that duplicates a heavier one, for two windows
         of ``converge_window`` steps is moved to a mode not yet covered, found by L-BFGS from the draw with the largest log p - log q among
         ``adapt_draws`` draws of q widened threefold (variational boosting's residual, Miller, Foti and Adams 2017;
         GMMVI's component adaptation, Arenz et al. 2023); when that ascent finds only covered
-        modes, the component is retired (left at its negligible weight). Each component is tried
+        modes, the component is removed (its weight merged into the one it duplicates, its
+        parameters frozen). Each component is tried
         at most ``adapt_tries`` times. Every draw and gradient is counted; every move is in
         ``result.stats["component_moves"]`` (per step) and ``result.info["component_moves"]``.
     restarts : independent fits from different random starts, run in parallel, keeping the
@@ -303,6 +305,7 @@ class NN4Post(Method):
     init_scale: float = math.log(2.0)
     init_weights: Any = None
     init_from: Any = None
+    scale_steps: bool | None = None
     adapt_components: bool = True
     adapt_draws: int = 500
     adapt_tries: int = 1
@@ -411,10 +414,18 @@ class NN4Post(Method):
             a = np.log(w / w.sum())
             a -= a.mean()
         params = np.ascontiguousarray(np.concatenate([a, mu.ravel(), zeta.ravel()]))
+        if not self._scales_steps():
+            scale_mu = np.ones((k, d))
         lr_scale = np.ascontiguousarray(np.concatenate([np.ones(k), scale_mu.ravel(), np.ones(k * d)]))
         if not (np.all(np.isfinite(params)) and np.all(lr_scale > 0) and np.all(np.isfinite(lr_scale))):
             raise ValueError(f"{self.name}: the initial parameters are not finite (check init_from / init_weights)")
         return params, lr_scale
+
+    def _scales_steps(self) -> bool:
+        """``scale_steps`` resolved: by default on for the mode search's start only."""
+        if self.scale_steps is not None:
+            return bool(self.scale_steps)
+        return self.init == "modes" and self.init_from is None
 
     def rate(self, dim: int) -> float:
         """The learning rate: the one given, else 0.05, or, for a start at the modes, at most
@@ -437,7 +448,6 @@ class NN4Post(Method):
             # without a budget the search may spend the same share of what the fit will spend
             steps = budget.steps if budget.steps is not None else (self.steps or DEFAULT_STEPS)
             limit = max(needed, int(self.search_budget * steps * self.n_components * self.samples))
-            starts = 2000 if self.search_starts is None else self.search_starts
         else:
             if budget.grad_evals < 2 * needed:
                 raise ValueError(
@@ -446,7 +456,7 @@ class NN4Post(Method):
                     f"give grad_budget >= {2 * needed} or init='box'"
                 )
             limit = max(needed, int(self.search_budget * budget.grad_evals))
-            starts = 2000 if self.search_starts is None else self.search_starts
+        starts = MAX_SEARCH_STARTS if self.search_starts is None else self.search_starts
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
         return M.find_modes(target, rng, starts=starts, max_grad_evals=limit)
 
@@ -470,7 +480,7 @@ class NN4Post(Method):
         fit_budget = None if budget.grad_evals is None else (budget.grad_evals - search_grads) // n_fits
         if fit_budget is not None:
             # the learning-rate schedule runs over the steps the budget pays for, not past them
-            affordable = max(1, math.ceil(fit_budget / (k * self.samples)))
+            affordable = max(1, fit_budget // (k * self.samples))
             steps = affordable if steps is None else min(steps, affordable)
         rngs = chain_rngs(seed, self.restarts)
         starts = [self._initial_parameters(target, rng, search) for rng in rngs]
@@ -498,8 +508,7 @@ class NN4Post(Method):
         isettings[F.I_DYNAMIC_R] = int(self.rescale == "dynamic")
         isettings[F.I_WINDOW] = self.converge_window
         isettings[F.I_PATIENCE] = self.converge_patience
-        # steps in posterior sds whenever the start knows the scales (not the paper's box)
-        isettings[F.I_SCALE_BY_SIGMA] = int(self.init_from is not None or self.init == "modes")
+        isettings[F.I_SCALE_BY_SIGMA] = int(self._scales_steps())
         fsettings = np.zeros(F.N_FSETTINGS)
         fsettings[F.F_LR] = self.rate(target.dim)
         fsettings[F.F_LR_FINAL] = self.lr_final
@@ -523,7 +532,7 @@ class NN4Post(Method):
             """One fit, in segments of a window when components are adapted between them."""
             settings = isettings.copy()
             state = F.new_state(params[i].size)
-            adapter = _ComponentAdapter(self, target, rngs[i], search) if adapt else None
+            adapter = _ComponentAdapter(self, target, rngs[i]) if adapt else None
             t, n_grad, status, moves = 0, 0, F.STATUS_STEPS, []
             while t < steps and controls[i, 0] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
@@ -551,7 +560,7 @@ class NN4Post(Method):
         done, _, status, moves = outputs[best]
         n_grad = search_grads + sum(int(out[1]) for out in outputs)
         result = self._result(target, seed, params[best], traces[best, :done], n_grad, wall, compile_seconds, status,
-                              rngs[best], fit_budget)
+                              rngs[best])
         result.stats["component_moves"] = moves_trace[best, :done].copy()
         if search is not None:
             result.info["mode_search"] = {
@@ -598,7 +607,7 @@ class NN4Post(Method):
         finite = [s if math.isfinite(s) else -math.inf for s in scores]
         return int(np.argmax(finite)) if any(math.isfinite(s) for s in finite) else 0
 
-    def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng, fit_budget) -> Result:
+    def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng) -> Result:
         k, d = self.n_components, target.dim
         a = params[:k]
         r_final = traces[-1, 1] if len(traces) else self.r

@@ -28,8 +28,8 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
 
 A call runs steps [t_start, t_stop) and can be resumed: the optimiser's moments and the
 stopping rule's running numbers live in ``state`` ([m1 (P), m2 (P), best, window sum,
-stale windows, step the annealing began (-1: not yet), rate then]), so a fit run in segments is the same fit as one run at once (the caller
-adapts components between segments).
+stale windows, step the annealing began (-1: not yet), rate then]), so a fit run in
+segments is the same fit as one run at once (the caller adapts components between segments).
 
 Stopping: after ``steps``; before a step the target-gradient budget cannot pay for; when the
 ELBO's running mean stops improving (means over windows of ``window`` steps: the best window
@@ -37,7 +37,7 @@ mean has not improved by more than tol x (1 + |best|) for ``patience`` windows; 
 switches this off). A plateau reached while the learning rate is still above its final value
 lr x lr_final is the noise floor of that rate, not the optimum: the rate is then annealed
 geometrically to its final value over ``patience`` windows, and the fit stops after them
-(with lr_final = 1 it stops at once); at a non-finite loss or parameter, keeping the last finite
+(with lr_final = 1 it stops at once). It also stops at a non-finite loss or parameter, keeping the last finite
 parameters (status NONFINITE); or when the caller sets control[0].
 """
 
@@ -51,7 +51,7 @@ from numba import njit, types
 from ..jit import VEC, target_kernel
 from ..numerics import NUMPY_ERRORS
 from ..rng import fill_standard_normal
-from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, loss_and_gradient, loss_and_gradient_batch
+from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
 
 # integer settings
@@ -203,13 +203,14 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         else:
             lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
         if isettings[I_SCALE_BY_SIGMA] != 0:
-            # each mean steps in units of its component's current sd (frozen entries stay 0)
+            # each mean steps in units of its component's sd at this step, as the loss computed
+            # it (frozen entries stay 0)
+            sigma = shape[SIGMA]
             for i in range(k):
                 for j in range(d):
                     p = k + i * d + j
                     if lr_scale[p] != 0.0:
-                        z = zeta[i, j]
-                        lr_scale[p] = math.log1p(math.exp(-abs(z))) + max(z, 0.0)
+                        lr_scale[p] = sigma[i, j]
         if isettings[I_OPTIMIZER] == OPT_ADAM:
             # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
             a_factor = r if dynamic_r else 1.0
