@@ -211,3 +211,18 @@ def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
 def test_bad_settings_name_the_setting(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_removed_components_stay_removed_and_their_weight_goes_to_a_live_twin():
+    """On a unimodal target the spare components duplicate the first; each removal hands its
+    weight to a live twin, and a removed component never regains weight (sharing a peak is a
+    flat direction of the loss, so a frozen-but-weighted component would drift back)."""
+    t = wb.targets.gaussian(10, scales="logspace")
+    res = wb.methods.NN4Post(progress=False).run(t, seed=0, grad_budget=100_000)
+    moves = res.info["component_moves"]
+    removed = {m["component"] for m in moves if m["kind"] == "removed"}
+    assert removed
+    weights = res.approximation.weights
+    assert np.all(weights[list(removed)] < 1e-9)
+    assert weights.sum() == pytest.approx(1.0) and len(removed) < len(weights)
+    assert wb.metrics.evaluate(res, t)["mean_err_max"] < 0.1

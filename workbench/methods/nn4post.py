@@ -29,6 +29,7 @@ PARETO_K_GOOD = 0.7
 ADAPT_WIDEN = 3.0
 DEFAULT_STEPS = 5000
 MAX_SEARCH_STARTS = 2000
+REMOVED_WEIGHT = 1e-12
 
 class VIDivergenceError(WorkbenchError, FloatingPointError):
     """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
@@ -134,13 +135,14 @@ class _ComponentAdapter:
         zeta = params[k + k * d :].reshape(k, d)
         c = self._weights(a, r)
         sigma = np.logaddexp(0.0, zeta)
+        active = lr_scale[:k] > 0  # removed components are frozen (step scale 0)
         free = c < m.c_accuracy
         for i in range(k):
             for l in range(k):
-                if c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0:
+                if active[l] and l != i and c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0:
                     free[i] = True
         self.below = np.where(free, self.below + 1, 0)
-        due = [i for i in range(k) if self.below[i] >= 2 and self.tries[i] < m.adapt_tries and lr_scale[i] > 0]
+        due = [i for i in range(k) if self.below[i] >= 2 and self.tries[i] < m.adapt_tries and active[i]]
         if not due:
             return 0
         cost = m.adapt_draws + M.min_grad_evals(d)
@@ -152,7 +154,7 @@ class _ComponentAdapter:
         x = np.ascontiguousarray(GaussianMixture(c, mu, ADAPT_WIDEN * sigma).sample(m.adapt_draws, self.rng))
         log_ratio = compute_log_ratios(target, q, x)
         spent = m.adapt_draws
-        live = ~free
+        live = active & ~free
         n_par = params.size
         for i in due:
             self.tries[i] += 1
@@ -191,16 +193,19 @@ class _ComponentAdapter:
         return spent
 
     def _remove(self, i, a, c, r, mu, sigma, lr_scale, state, n_par) -> None:
-        """Remove component i: its weight goes to the heaviest component it duplicates (if any);
-        it stays at a weight of c_accuracy / 10 with its parameters frozen (step scale 0), since
-        a duplicate left free would share the peak again (a flat direction of the loss)."""
-        k, m = len(a), self.method
-        twins = [l for l in range(k) if l != i and c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0]
+        """Remove component i: its weight goes to the heaviest live component it duplicates (if
+        any); its parameters are frozen (step scale 0) at a weight of 1e-12. Sharing a peak is a
+        flat direction of the loss: a duplicate left free, or frozen at a weight the other a's can
+        drift past, shares the peak again."""
+        k = len(a)
+        c = self._weights(a, r)  # as they are now: an earlier removal in this window changed them
+        twins = [l for l in range(k) if l != i and lr_scale[l] > 0 and c[l] > c[i]
+                 and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0]
         c_new = c.copy()
         if twins:
             heir = max(twins, key=lambda l: c[l])
             c_new[heir] += c[i]
-        c_new[i] = 0.1 * m.c_accuracy
+        c_new[i] = REMOVED_WEIGHT
         c_new /= c_new.sum()
         z = np.log(c_new)
         a[:] = (z - z.mean()) / r
