@@ -118,6 +118,35 @@ def test_vi_defaults_reach_the_posterior_mean_on_a_hierarchical_model(method, ei
     assert err.max() <= 0.2
 
 
+@pytest.fixture(scope="module")
+def unimodal_targets():
+    """gaussian(dim=100) with its exact moments; the logistic regression with a long NUTS run."""
+    g = wb.targets.gaussian(100)
+    logistic = wb.targets.logistic_regression()
+    ref = wb.methods.NUTS(chains=4, warmup=1000, draws=5000, progress=False).run(logistic, seed=11).flat_draws()
+    return {"gaussian100": (g, g.truth.mean, g.truth.sd), "logistic": (logistic, ref.mean(0), ref.std(0))}
+
+
+# The defaults before the mode search: the paper's box start, a fixed Adam rate of 0.05, absolute
+# steps, no decay and no component adaptation.
+PREVIOUS_DEFAULTS = dict(init="box", learning_rate=0.05, lr_final=1.0, adapt_components=False, scale_steps=False)
+
+
+@pytest.mark.parametrize("name", ["gaussian100", "logistic"])
+@pytest.mark.parametrize("method", [wb.methods.MeanFieldVI, wb.methods.NN4Post])
+def test_new_defaults_are_no_less_accurate_on_unimodal_targets(name, method, unimodal_targets):
+    t, mean, sd = unimodal_targets[name]
+
+    def errors(q):  # q's exact moments, so no Monte Carlo error of draws enters the comparison
+        return (np.abs(q.mean - mean) / sd).max(), np.abs(q.sd / sd - 1).max()
+
+    for budget in (20_000, 100_000):
+        new = errors(method(progress=False).run(t, seed=0, grad_budget=budget).approximation)
+        old = errors(method(progress=False, **PREVIOUS_DEFAULTS).run(t, seed=0, grad_budget=budget).approximation)
+        # the reference's own error (logistic: about 0.01 sd) is the tolerance
+        assert new[0] <= old[0] + 0.01 and new[1] <= old[1] + 0.01, (budget, new, old)
+
+
 def test_a_fit_cut_short_says_it_has_not_converged_and_reports_k_hat():
     t = wb.targets.gaussian(10, scales="logspace")
     res = wb.methods.MeanFieldVI(init="box", steps=100, converge_tol=0, progress=False).run(t, seed=0)
