@@ -41,6 +41,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from .diagnostics import chain_diagnostics
 from .result import Result
 from .target import Target
 
@@ -131,18 +132,10 @@ def _ess_and_rhat(result: Result) -> tuple[float, float, float]:
     """(min bulk ESS, min tail ESS, max R-hat) over coordinates, as ``arviz.summary`` gives them."""
     if result.log_weights is not None:
         return kish_ess(result.weights()), math.nan, math.nan
-    import arviz as az
-
-    draws = result.draws
-    if draws.shape[1] < 4:
-        return math.nan, math.nan, math.nan
-    ess_bulk = az.ess(draws, method="bulk")
-    # The numpy interface needs the tail probability spelled out; ArviZ 1.x's summary uses
-    # its interval probability (rcParams "stats.ci_prob", 0.89: the 11% and 89% quantiles).
-    ess_tail = az.ess(draws, method="tail", prob=az.rcParams["stats.ci_prob"])
-    rhat = np.asarray(az.rhat(draws), dtype=float)  # NaN for a single chain
-    rhat_max = -_nan_min(-rhat)
-    return _nan_min(ess_bulk), _nan_min(ess_tail), rhat_max
+    diag = result.info.get("diagnostics")  # a sampler computed them already (diagnostics.py)
+    if diag is None or diag.get("draws") != result.draws.shape[1]:
+        diag = chain_diagnostics(result.draws)._asdict()
+    return diag["ess_bulk_min"], diag["ess_tail_min"], diag["r_hat_max"]
 
 
 def evaluate(

@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ..diagnostics import chain_diagnostics, health_messages
 from ..errors import NonFiniteDensityError, format_point
 from ..result import Cost, Result
 from ..target import Target
@@ -213,13 +214,13 @@ def assemble(
     for name in ("tree_depth", "n_steps"):
         if name in stat_dict:
             stat_dict[name] = stat_dict[name].astype(np.int64)
-    n_div = int(stat_dict["diverging"].sum()) if "diverging" in stat_dict else 0
-    if n_div:
-        messages.append(f"{n_div} divergent transitions after warmup")
+    kept_draws = draws[:, n_warmup : n_warmup + kept]
+    diagnostics = chain_diagnostics(kept_draws, stat_dict, getattr(method, "max_depth", None))
+    messages += health_messages(diagnostics)
     return Result(
         method=method.name,
         target=target.name,
-        draws=draws[:, n_warmup : n_warmup + kept].copy(),
+        draws=kept_draws.copy(),
         cost=Cost(
             grad_evals=int(run.evals.sum()),
             logp_evals=int(run.evals.sum()),
@@ -233,5 +234,6 @@ def assemble(
         stats=stat_dict,
         warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
         messages=messages,
-        info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(), **(info or {})},
+        info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(),
+              "diagnostics": diagnostics._asdict(), **(info or {})},
     )
