@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for
+from workbench.study.style import method_colours
 
 TARGETS = [
     ("mixture d=4", {"factory": "gaussian_mixture", "dim": 4, "n_components": 3, "weights": [0.2, 0.3, 0.5],
@@ -103,13 +104,13 @@ def _density_figure(run, label: str, folder) -> str:
         return ""
     first = next(iter(arrays.values()))
     k_max = first["grid"].shape[0]
-    colours = {"NN4Post": "C0", "NUTS": "C1", "IS": "C2"}
+    colours = method_colours(arrays)
     fig, axes = plt.subplots(1, k_max, figsize=(4.0 * k_max, 3.3), squeeze=False)
     for k, ax in enumerate(axes[0]):
         ax.plot(first["grid"][k], first["pdf_truth"][k], "k-", lw=2.2, alpha=0.5,
                 label="truth" if label != "BNN" else "reference (KDE of long NUTS)")
         for method, a in arrays.items():
-            c = colours.get(method, "C3")
+            c = colours[method]
             if "pdf_analytic" in a:
                 ax.plot(a["grid"][k], a["pdf_analytic"][k], "-", color=c, lw=1.3, label=f"{method}: analytic (eq. 6)")
             ax.plot(a["grid"][k], a["pdf_kde"][k], "--", color=c, lw=1, label=f"{method}: KDE of draws")

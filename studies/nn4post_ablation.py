@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for
+from workbench.study.style import method_colours
 
 EXTRA = "workbench.study.extras:vi_ablation"
 LN2 = math.log(2.0)
@@ -212,7 +213,7 @@ def finding(run) -> str:
 
 
 def _trace_panel(ax, run, table, labels, start="near peaks", goal=np.nan):
-    colours = dict(zip(labels, plt.cm.tab10.colors))
+    colours = method_colours(labels)
     for label in labels:
         idx = table.index[(table["method"] == label) & (table["start"] == start) & (table["status"] == "ok")]
         its, tr = _traces(run, idx)

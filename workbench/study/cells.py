@@ -27,8 +27,10 @@ from functools import lru_cache
 import numpy as np
 
 from .. import metrics
+from ..diagnostics import health_flags
 
-# draws kept per chain for the figures (the table's metrics use all draws)
+# draws kept per chain for the figures (the table's metrics use all draws; weighted draws are
+# importance-resampled from all of them)
 KEEP_DRAWS = 1000
 
 
@@ -125,6 +127,22 @@ def _thin(draws: np.ndarray, keep: int) -> np.ndarray:
     return np.ascontiguousarray(draws[:, idx, :keep])
 
 
+def _resample_for_figures(result, keep: int, seed: int) -> dict:
+    """Weighted draws shown by what they imply: a systematic importance resample of ALL the
+    draws (not of a thinned subset, whose few surviving weights would decide the picture),
+    with the weights' Kish ESS, the number the table reports, to print beside it."""
+    from ..methods.importance import resample
+
+    x = result.flat_draws()
+    lw = np.asarray(result.log_weights, dtype=float).ravel()
+    lw = np.where(np.isfinite(lw), lw, -np.inf)
+    n = min(len(x), KEEP_DRAWS * result.draws.shape[0])
+    idx = resample(lw, n, np.random.default_rng(seed))
+    return {"draws": np.ascontiguousarray(x[idx, :keep][None]),
+            "weighted_ess": np.array([metrics.kish_ess(result.weights())]),
+            "weighted_n": np.array([len(x)])}
+
+
 def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     """Run one cell. Never raises: a failure comes back as ``{"status": "error", ...}``.
 
@@ -148,12 +166,11 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             extra_arrays = extra.pop("_arrays", {})
             row.update(extra)
         row["messages"] = " | ".join(result.messages)
-        arrays = {"draws": _thin(result.draws, cell.keep), **extra_arrays}
-        log_w = result.log_weights
-        if log_w is not None:
-            lw = np.asarray(log_w).reshape(result.draws.shape[0], -1)
-            idx = np.linspace(0, lw.shape[1] - 1, min(lw.shape[1], KEEP_DRAWS)).astype(int)
-            arrays["log_weights"] = lw[:, idx]
+        row["health"] = health_flags(result.messages)
+        if result.log_weights is None:
+            arrays = {"draws": _thin(result.draws, cell.keep), **extra_arrays}
+        else:
+            arrays = {**_resample_for_figures(result, cell.keep, cell.seed), **extra_arrays}
         for name in ("energy", "diverging"):
             if name in result.stats and np.ndim(result.stats[name]) == 2:
                 s = np.asarray(result.stats[name], dtype=float)
@@ -176,23 +193,50 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     return {"status": status, "error": error, "row": row, "arrays": arrays}
 
 
+# a reference that fails posteriordb's standard is run again with twice the warmup and draws, up
+# to this many runs; not when R-hat says the chains sit in different modes (longer runs do not
+# fix that)
+REFERENCE_RUNS = 3
+REFERENCE_MULTIMODAL_R_HAT = 1.05
+
+
 def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
-    """A long run standing in for the truth of a target without one (all draws, pooled)."""
+    """A long run standing in for the truth of a target without one (all draws, pooled).
+
+    Checked against posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no
+    divergences: ``diagnostics.REFERENCE_STANDARD``); ``info["passes"]`` and ``info["why_not"]``
+    say whether it passed, so a page can say when its scores rest on an untrustworthy reference.
+    """
+    from ..diagnostics import ChainDiagnostics, passes_reference_standard
+
     try:
         target = build_target(target_spec)
-        result = build_method(method_spec).run(target, seed=seed)
+        spec = dict(method_spec)
+        grad_evals = 0
+        for run in range(1, REFERENCE_RUNS + 1):
+            result = build_method(spec).run(target, seed=seed + run - 1)
+            grad_evals += result.cost.grad_evals
+            diag = ChainDiagnostics(**result.info["diagnostics"])
+            passes, why_not = passes_reference_standard(diag)
+            if passes or diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT or run == REFERENCE_RUNS:
+                break
+            spec = {**spec, "warmup": 2 * spec.get("warmup", 1000), "draws": 2 * spec.get("draws", 1000)}
         draws = result.flat_draws()
-        row = metrics.evaluate(result, target, reference=draws, seed=seed)
         return {
             "status": "ok",
             "draws": draws,
             "info": {
-                "method": method_spec,
-                "seed": seed,
+                "method": spec,
+                "seed": seed + run - 1,
+                "runs": run,
                 "n_draws": int(draws.shape[0]),
-                "r_hat_max": row["r_hat_max"],
-                "ess_bulk_min": row["ess_bulk_min"],
-                "grad_evals": result.cost.grad_evals,
+                "r_hat_max": diag.r_hat_max,
+                "ess_bulk_min": diag.ess_bulk_min,
+                "ess_tail_min": diag.ess_tail_min,
+                "divergences": diag.divergences,
+                "passes": passes,
+                "why_not": why_not,
+                "grad_evals": grad_evals,
             },
         }
     except Exception as exc:

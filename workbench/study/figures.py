@@ -23,12 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .cells import build_target
-
-COLOURS = plt.get_cmap("tab10").colors
-
-
-def _colour(methods: list[str]) -> dict[str, tuple]:
-    return {m: COLOURS[i % len(COLOURS)] for i, m in enumerate(methods)}
+from .style import TRUTH_COLOUR, method_colours, method_styles
 
 
 def _save(fig, folder: Path, file: str) -> str:
@@ -41,7 +36,7 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     """Median over seeds of ``metric`` against gradient evaluations spent, one panel per target."""
     ok = table[(table["status"] == "ok") & np.isfinite(table[metric].astype(float))]
     targets = list(dict.fromkeys(table["target"]))
-    colours = _colour(list(dict.fromkeys(table["method"])))
+    styles = method_styles(table["method"])
     cols = min(3, len(targets))
     rows = -(-len(targets) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
@@ -49,12 +44,14 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
         sub = ok[ok["target"] == target]
         floor = sub[sub["method"] == "Exact"][metric]
         if len(floor) and floor.median() > 0:  # i.i.d. exact draws: the Monte Carlo error of an ideal sampler
-            ax.axhline(floor.median(), color="k", ls="--", lw=1, label="Exact (i.i.d. draws)")
+            ax.axhline(floor.median(), color=TRUTH_COLOUR, ls="--", lw=1, label="Exact (i.i.d. draws)")
         for method, g in sub[sub["method"] != "Exact"].groupby("method", sort=False):
             m = g.groupby("grad_budget", dropna=False).agg(x=("grad_evals", "median"), y=(metric, "median"))
             m = m[(m["x"] > 0) & (m["y"] > 0)].sort_values("x")
             if len(m):
-                ax.plot(m["x"], m["y"], "o-", color=colours[method], label=method, ms=4)
+                st = styles[method]  # own marker and slight transparency: lines that coincide stay visible
+                ax.plot(m["x"], m["y"], marker=st.marker, ls=st.linestyle, color=st.colour, label=method, ms=5,
+                        alpha=0.85, mfc="none" if st.linestyle == "--" else st.colour)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(target, fontsize=9)
@@ -70,22 +67,24 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     return _save(fig, folder, file)
 
 
-def _weights(arrays: dict) -> np.ndarray | None:
-    lw = arrays.get("log_weights")
-    if lw is None:
-        return None
-    lw = lw.ravel()
-    w = np.exp(lw - lw.max())
-    return w / w.sum()
+def plotted_label(run, index: int) -> str:
+    """A method's legend entry; for weighted draws it says they are an importance resample of
+    all of them and prints the weights' ESS, the number the table reports."""
+    label = run.table.loc[index, "method"]
+    arrays = run.arrays(index)
+    if "weighted_ess" in arrays:
+        label += f" (resampled from {int(arrays['weighted_n'][0]):,}, ESS {float(arrays['weighted_ess'][0]):,.0f})"
+    return label
 
 
 def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1), reference=None) -> str:
     """Histograms of each chosen cell's draws for ``coords``, with the exact marginal (solid
-    black) or the reference posterior's histogram (dashed black) overlaid."""
+    black) or the reference posterior's histogram (dashed black) overlaid. Weighted draws are
+    shown by an importance resample of all of them (see ``cells.py``), labelled with their ESS."""
     cells = [run.cells[i] for i in indices]
     target = build_target(cells[0].target)
     labels = [run.table.loc[i, "method"] for i in indices]
-    colours = _colour(list(dict.fromkeys(labels)))
+    colours = method_colours(labels)
     coords = [c for c in coords if c < target.dim]
     fig, axes = plt.subplots(1, len(coords), figsize=(4.5 * len(coords), 3.2), squeeze=False)
     for ax, k in zip(axes[0], coords):
@@ -95,19 +94,20 @@ def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1)
             if "draws" not in arrays or arrays["draws"].size == 0:
                 continue
             x = arrays["draws"][..., k].ravel()
-            samples.append((label, x, _weights(arrays)))
+            samples.append((label, x, plotted_label(run, i)))
         pooled = np.concatenate([x for _, x, _ in samples]) if samples else np.zeros(1)
         lo, hi = np.quantile(pooled, [0.005, 0.995])
         if reference is not None:
             lo, hi = min(lo, np.quantile(reference[:, k], 0.005)), max(hi, np.quantile(reference[:, k], 0.995))
         bins = np.linspace(lo, hi, 50)
-        for label, x, w in samples:
-            ax.hist(x, bins=bins, weights=w, density=True, histtype="step", color=colours[label], label=label, lw=1.3)
+        for label, x, legend in samples:
+            ax.hist(x, bins=bins, density=True, histtype="step", color=colours[label], label=legend, lw=1.3)
         grid = np.linspace(lo, hi, 400)
         if target.truth is not None and target.truth.marginal_pdf_fn is not None:
-            ax.plot(grid, target.truth.marginal_pdf(k, grid), "k-", lw=1.5, label="truth")
+            ax.plot(grid, target.truth.marginal_pdf(k, grid), "-", color=TRUTH_COLOUR, lw=1.5, label="truth")
         elif reference is not None:
-            ax.hist(reference[:, k], bins=bins, density=True, histtype="step", color="k", ls="--", lw=1.5, label="reference")
+            ax.hist(reference[:, k], bins=bins, density=True, histtype="step", color=TRUTH_COLOUR, ls="--", lw=1.5,
+                    label="reference")
         ax.set_xlabel(target.param_names[k])
         ax.set_yticks([])
     axes[0][0].legend(fontsize=7, loc="best")
@@ -153,7 +153,8 @@ def rank_and_energy(run, index: int, folder, stem: str) -> list[str]:
 
 def forest(run, indices: list[int], folder, file: str) -> str:
     """ArviZ forest plot: each method's 89% interval of the kept coordinates (draws pooled
-    over chains and thinned to a common size; weighted draws are resampled)."""
+    over chains and thinned to a common size; weighted draws are the importance resample of
+    all of them that ``cells.py`` keeps), in each method's colour."""
     import arviz as az
     import arviz_plots as azp
 
@@ -163,9 +164,6 @@ def forest(run, indices: list[int], folder, file: str) -> str:
         arrays = run.arrays(i)
         if "draws" in arrays and arrays["draws"].size:
             x = arrays["draws"].reshape(-1, arrays["draws"].shape[2])
-            w = _weights(arrays)
-            if w is not None:
-                x = x[np.random.default_rng(0).choice(len(x), size=len(x), p=w)]
             trees[run.table.loc[i, "method"]] = x
             sizes.append(len(x))
     n = min(sizes)
@@ -175,7 +173,8 @@ def forest(run, indices: list[int], folder, file: str) -> str:
                             dims={"theta": ["param"]}, coords={"param": names})
         for label, x in trees.items()
     }
-    pc = azp.plot_forest(models, combined=True)
+    colours = method_colours(models)
+    pc = azp.plot_forest(models, combined=True, aes={"color": ["model"]}, color=[colours[m] for m in models])
     pc.add_legend("model")
     pc.savefig(Path(folder) / file, dpi=80, bbox_inches="tight")
     plt.close(pc.viz["figure"].item())
@@ -188,7 +187,7 @@ def bars(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None
     pivot = ok.pivot_table(index="target", columns="method", values=metric, aggfunc="median", sort=False)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(pivot) + 2), 3.5))
     width = 0.8 / max(1, pivot.shape[1])
-    colours = _colour(list(pivot.columns))
+    colours = method_colours(pivot.columns)
     for j, method in enumerate(pivot.columns):
         ax.bar(np.arange(len(pivot)) + j * width, pivot[method].values, width, label=method, color=colours[method])
     ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2)
@@ -209,7 +208,7 @@ def metric_vs_dimension(table: pd.DataFrame, metric: str, folder, file: str, yla
     from .analysis import loglog_slope
 
     ok = table[(table["status"] == "ok") & table["dim"].notna()]
-    colours = _colour(list(dict.fromkeys(ok["method"])))
+    styles = method_styles(ok["method"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for method, g in ok.groupby("method", sort=False):
         m = g.groupby("dim")[metric].median()
@@ -220,8 +219,9 @@ def metric_vs_dimension(table: pd.DataFrame, metric: str, folder, file: str, yla
         label = f"{method}: slope {fit.slope:.2f}"
         if theory and method in theory:
             label += f" (theory {theory[method]})"
-        ax.plot(m.index, m.values, "o-", color=colours[method], label=label)
-        ax.plot(m.index, np.exp(fit.intercept) * m.index.values ** fit.slope, ":", color=colours[method], lw=1)
+        st = styles[method]
+        ax.plot(m.index, m.values, marker=st.marker, ls=st.linestyle, color=st.colour, label=label)
+        ax.plot(m.index, np.exp(fit.intercept) * m.index.values ** fit.slope, ":", color=st.colour, lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("dimension d")
