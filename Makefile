@@ -2,6 +2,7 @@
 #   make report   set up .venv (if missing or out of date), run the quick studies, write reports/index.html
 #   make test     set up .venv (if missing or out of date) and run the whole test suite
 #   make test-fast   the same without the slow statistical checks
+#   make readme-figure  redraw docs/accuracy_w1_vs_cost.png (the README's figure) from the current code
 #   make clean-cache drop Numba's compiled caches (after editing the library)
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,7 @@ PYTEST_ARGS ?=
 REPORT_STUDIES ?= accuracy performance marginalization dimension_scaling nn4post_ablation theorem1 minibatch
 REPORT_ARGS ?= --quick
 
-.PHONY: report test test-fast check-python clean clean-cache
+.PHONY: report readme-figure test test-fast check-python clean clean-cache
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' || { \
@@ -32,6 +33,11 @@ $(STAMP): pyproject.toml | $(PY)
 report: $(STAMP)
 	@for s in $(REPORT_STUDIES); do $(PY) -m workbench study $$s $(REPORT_ARGS) || exit 1; done
 	@echo "open reports/index.html"
+
+# the README's figure, redrawn from the current code (the quick accuracy grid; cached cells are reused)
+readme-figure: $(STAMP)
+	$(PY) -m workbench study accuracy --quick
+	cp reports/quick/accuracy/w1_vs_cost.png docs/accuracy_w1_vs_cost.png
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -79,11 +79,13 @@ def report(run, folder) -> Page:
     fig.tight_layout()
     fig.savefig(folder / "sd_ratio.png", dpi=90)
     plt.close(fig)
+    n_seeds = run.table["seed"].nunique()
+    over = "coordinates and seeds" if n_seeds > 1 else "coordinates; one seed"
     return Page(
         finding=finding(run.table),
-        figures=[Figure("sd_ratio.png", "Fitted posterior sd over the mean-field optimum's (median over coordinates and "
-                        "seeds) against N_D / N_m; the dotted line is the sqrt(N_D / N_m) that dropping the factor predicts.")],
-        tables=[("Median over seeds", s)],
+        figures=[Figure("sd_ratio.png", f"Fitted posterior sd over the mean-field optimum's (median over {over}) "
+                        "against N_D / N_m; the dotted line is the sqrt(N_D / N_m) that dropping the factor predicts.")],
+        tables=[("Median over seeds" if n_seeds > 1 else "One seed", s)],
         notes=["sd_ratio_exact compares with the exact posterior's marginal sds instead: mean-field VI underestimates "
                "them whenever the posterior is correlated, with or without mini-batches."],
     )

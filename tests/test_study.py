@@ -40,7 +40,7 @@ def test_serial_local_and_dask_give_the_same_table(tmp_path):
     assert dask.executor.startswith("Dask LocalCluster")
     _same_numbers(serial.table, dask.table)
     # the table on disk is the table returned
-    _same_numbers(serial.table, pd.read_csv(tmp_path / "s" / "tiny" / "table.csv"))
+    _same_numbers(serial.table, pd.read_csv(tmp_path / "s" / "quick" / "tiny" / "table.csv"))
 
 
 def test_a_running_dask_cluster_given_by_its_scheduler_address(tmp_path):
@@ -160,7 +160,8 @@ def test_a_report_page_and_the_index(tmp_path):
     for needle in ("6 cells ran.", "Versions:", "python studies/tiny.py --quick", "numba", "Settings", "0, 1"):
         assert needle in text
     index = (tmp_path / "index.html").read_text()
-    assert "href='tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
+    assert "href='quick/tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
+    assert "6 cells: 6 ran" in index  # which cells of each grid exist
 
 
 @pytest.mark.slow
@@ -184,8 +185,8 @@ def test_the_quick_reports_render(quick_study):
     out = run.out  # one folder for every quick study
     index = render_index(out).read_text()
     for name in names:
-        assert f"href='{name}/index.html'" in index
-    perf = pd.read_csv(out / "performance" / "table.csv")
+        assert f"href='quick/{name}/index.html'" in index
+    perf = pd.read_csv(out / "quick" / "performance" / "table.csv")
     assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
     assert (perf["overhead"].dropna() > 0.5).all()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .executors import EXECUTORS
 from .report import render_index, render_study
-from .runner import Study, StudyRun, run_study
+from .runner import Study, StudyRun, page_folder, run_study
 
 
 def run_and_report(
@@ -30,7 +30,7 @@ def run_and_report(
     )
     if not run_missing and (run.table["status"] == "missing").all():
         raise ValueError(f"nothing cached for study {study.name!r} in {out}: run `workbench study {study.name}` first")
-    folder = Path(out) / study.name
+    folder = page_folder(out, study.name, quick)
     page = study.report(run, folder)
     path = render_study(run, page)
     render_index(out)

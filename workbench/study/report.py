@@ -1,6 +1,7 @@
-"""Static HTML reports: ``reports/<study>/index.html`` (figures as PNG files beside it,
-tables, the finding, settings, seeds, versions and how to re-run) and ``reports/index.html``
-linking every study with its one-line finding. Opening the files from disk works.
+"""Static HTML reports: ``reports/quick/<study>/index.html`` and ``reports/full/<study>/index.html``
+(figures as PNG files beside it, tables, the finding, settings, seeds, versions and how to
+re-run) and ``reports/index.html`` linking every study's pages with their one-line finding
+and how many of their cells exist. Opening the files from disk works.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import datetime as _dt
 import html
 import json
 import platform
+import re
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -16,13 +18,15 @@ from pathlib import Path
 import pandas as pd
 
 from .cells import target_label
+from .runner import page_folder
 
 PACKAGES = ("workbench", "numba", "numpy", "scipy", "arviz", "matplotlib", "pandas")
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
 h1 { margin-bottom: 0.2em; } .finding { font-size: 1.15em; background: #eef5ff; padding: 0.8em; border-radius: 6px; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+.scroll { overflow-x: auto; margin: 0.5em 0 1.5em; } table { border-collapse: collapse; font-size: 0.85em; }
+.warn { background: #fff4e5; border-left: 4px solid #e69f00; padding: 0.6em 0.8em; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; } th { background: #f3f3f3; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: 0.95em; } code, pre { background: #f6f6f6; padding: 2px 4px; }
@@ -59,7 +63,34 @@ def package_versions() -> dict[str, str]:
 
 
 def _table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
+    """A table in a horizontally scrolling box (wide tables do not run off the page)."""
+    table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
+    return f"<div class='scroll'>{table}</div>"
+
+
+def text_html(text: str) -> str:
+    """Escaped text with `code` spans shown as code (findings and notes are written in Markdown's
+    backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _setting_text(value) -> str:
+    """A setting as a reader wants it: floats to 4 significant digits, long lists shortened."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        items = [_setting_text(v) for v in value]
+        return "[" + ", ".join(items if len(items) <= 6 else items[:3] + ["…"] + items[-2:]) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_setting_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def cell_counts(table: pd.DataFrame) -> dict:
+    """How many cells of a study's table ran, failed and were never run."""
+    status = table["status"]
+    return {"cells": int(len(table)), "ok": int((status == "ok").sum()),
+            "failed": int(status.isin(["error", "failed"]).sum()), "missing": int((status == "missing").sum())}
 
 
 def grid_summary(run) -> pd.DataFrame:
@@ -70,7 +101,8 @@ def grid_summary(run) -> pd.DataFrame:
             {
                 "target": cell.labels.get("target", target_label(cell.target)),
                 "method": cell.labels.get("method", cell.method["method"]),
-                "settings": ", ".join(f"{k}={v}" for k, v in cell.method.items() if k not in ("method", "progress")),
+                "settings": ", ".join(f"{k}={_setting_text(v)}" for k, v in cell.method.items()
+                                      if k not in ("method", "progress")),
                 "seed": cell.seed,
                 "grad_budget": cell.grad_budget,
             }
@@ -87,7 +119,7 @@ def grid_summary(run) -> pd.DataFrame:
 def render_study(run, page: Page) -> Path:
     """Write ``<out>/<study>/index.html`` and ``summary.json``; return the HTML path."""
     study = run.study
-    folder = run.out / study.name
+    folder = page_folder(run.out, study.name, run.quick)
     folder.mkdir(parents=True, exist_ok=True)
     for fig in page.figures:
         if not (folder / fig.file).exists():
@@ -98,18 +130,22 @@ def render_study(run, page: Page) -> Path:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(study.title)}</title><style>{STYLE}</style></head><body>",
-        "<p class='small'><a href='../index.html'>&larr; all studies</a></p>",
-        f"<h1>{html.escape(study.title)}</h1>",
-        f"<p class='finding'><b>Finding.</b> {html.escape(page.finding)}</p>",
+        "<p class='small'><a href='../../index.html'>&larr; all studies</a></p>",
+        f"<h1>{html.escape(study.title)} <span class='small'>({mode} grid)</span></h1>",
+        f"<p class='finding'><b>Finding.</b> {text_html(page.finding)}</p>",
     ]
+    counts = cell_counts(run.table)
+    if counts["missing"]:
+        parts.append(f"<p class='warn'>This page is incomplete: {counts['missing']} of {counts['cells']} cells of the "
+                     f"{mode} grid have not run yet; figures and tables show the {counts['ok']} that did.</p>")
     if study.description:
-        parts.append(f"<p>{html.escape(study.description)}</p>")
+        parts.append(f"<p>{text_html(study.description)}</p>")
     for note in page.notes:
-        parts.append(f"<p>{html.escape(note)}</p>")
+        parts.append(f"<p>{text_html(note)}</p>")
     for fig in page.figures:
         parts.append(
             f"<figure><img src='{html.escape(fig.file)}' alt='{html.escape(fig.caption)}'>"
-            f"<figcaption>{html.escape(fig.caption)}</figcaption></figure>"
+            f"<figcaption>{text_html(fig.caption)}</figcaption></figure>"
         )
     for title, frame in page.tables:
         parts.append(f"<h2>{html.escape(title)}</h2>{_table_html(frame)}")
@@ -119,8 +155,18 @@ def render_study(run, page: Page) -> Path:
         parts.append(_table_html(bad[["target", "method", "seed", "grad_budget", "status", "error"]]))
     if run.references:
         parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "
-                     "NUTS run stands in for it (its R-hat and ESS below).</p>")
-        ref = pd.DataFrame([{"target": t, **{k: v for k, v in info.items() if k != "method"}} for t, info in run.references.items()])
+                     "NUTS run (4 chains from spread starts) stands in for it, checked against posteriordb's "
+                     "standard: R-hat &lt; 1.01, bulk and tail ESS &ge; 400 for every parameter, no divergences. "
+                     "A failing reference is run again with twice the draws, up to three runs, unless R-hat "
+                     "says its chains sit in different modes.</p>")
+        for t, info in run.references.items():
+            if not info.get("passes", False):
+                parts.append(f"<p class='warn'><b>{html.escape(t)} has no trustworthy reference</b>: "
+                             f"{html.escape(info.get('why_not', 'not checked'))}. Every score on this target is "
+                             "measured against it (the table's truth column says so): read them as indicative only."
+                             "</p>")
+        ref = pd.DataFrame([{"target": t, **{k: v for k, v in info.items() if k not in ("method", "why_not")}}
+                            for t, info in run.references.items()])
         parts.append(_table_html(ref))
     parts.append("<h2>Settings</h2>" + _table_html(grid_summary(run)))
     parts.append(
@@ -142,8 +188,7 @@ def render_study(run, page: Page) -> Path:
         "title": study.title,
         "finding": page.finding,
         "mode": mode,
-        "cells": len(run.cells),
-        "failed": run.failed,
+        **counts,
         "rendered": _dt.datetime.now().isoformat(timespec="seconds"),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
@@ -154,18 +199,31 @@ def render_index(out: str | Path = "reports") -> Path:
     """``<out>/index.html``: every study with a rendered page, its title and finding."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    summaries = []
-    for path in sorted(out.glob("*/summary.json")):
-        try:
-            summaries.append(json.loads(path.read_text(encoding="utf-8")))
-        except json.JSONDecodeError:
-            continue
-    items = "\n".join(
-        f"<li><a href='{html.escape(s['name'])}/index.html'><b>{html.escape(s['title'])}</b></a> "
-        f"<span class='small'>({s['mode']}, {s['cells']} cells, {s['failed']} failed)</span><br>"
-        f"{html.escape(s['finding'])}</li>"
-        for s in summaries
-    )
+    studies: dict[str, dict] = {}  # name -> {"quick": summary, "full": summary}
+    for mode in ("quick", "full"):
+        for path in sorted((out / mode).glob("*/summary.json")):
+            try:
+                summary = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                continue
+            studies.setdefault(summary["name"], {})[mode] = summary
+
+    def status(s: dict) -> str:
+        text = f"{s['cells']} cells: {s['ok']} ran"
+        if s.get("failed"):
+            text += f", {s['failed']} failed"
+        if s.get("missing"):
+            text += f", <b>{s['missing']} not run yet</b>"
+        return text
+
+    items = []
+    for name, pages in studies.items():
+        complete_full = "full" in pages and not pages["full"].get("missing")
+        first = pages["full"] if complete_full or "quick" not in pages else pages["quick"]  # the finding shown
+        links = " · ".join(f"<a href='{mode}/{html.escape(name)}/index.html'>{mode}</a> "
+                           f"<span class='small'>({status(pages[mode])})</span>" for mode in ("quick", "full") if mode in pages)
+        items.append(f"<li><b>{html.escape(first['title'])}</b>: {links}<br>{text_html(first['finding'])}</li>")
+    items = "\n".join(items)
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>workbench reports</title>"
         f"<style>{STYLE} li {{ margin-bottom: 1em; }}</style></head><body>"
