@@ -193,9 +193,9 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     return {"status": status, "error": error, "row": row, "arrays": arrays}
 
 
-# a reference that fails posteriordb's standard is run again with twice the warmup and draws, up
-# to this many runs; not when R-hat says the chains sit in different modes (longer runs do not
-# fix that)
+# a reference that fails posteriordb's standard is run again, up to this many runs: with a smaller
+# step (target_accept raised toward 1) if it diverged, with twice the warmup and draws if its ESS
+# was short; not when R-hat says the chains sit in different modes (longer runs do not fix that)
 REFERENCE_RUNS = 3
 REFERENCE_MULTIMODAL_R_HAT = 1.05
 
@@ -207,7 +207,7 @@ def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
     divergences: ``diagnostics.REFERENCE_STANDARD``); ``info["passes"]`` and ``info["why_not"]``
     say whether it passed, so a page can say when its scores rest on an untrustworthy reference.
     """
-    from ..diagnostics import ChainDiagnostics, passes_reference_standard
+    from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, passes_reference_standard
 
     try:
         target = build_target(target_spec)
@@ -220,7 +220,10 @@ def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
             passes, why_not = passes_reference_standard(diag)
             if passes or diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT or run == REFERENCE_RUNS:
                 break
-            spec = {**spec, "warmup": 2 * spec.get("warmup", 1000), "draws": 2 * spec.get("draws", 1000)}
+            if diag.divergences:
+                spec = {**spec, "target_accept": 1.0 - (1.0 - spec.get("target_accept", 0.8)) / 3}
+            if min(diag.ess_bulk_min, diag.ess_tail_min) < REFERENCE_STANDARD["ess_min"]:
+                spec = {**spec, "warmup": 2 * spec.get("warmup", 1000), "draws": 2 * spec.get("draws", 1000)}
         draws = result.flat_draws()
         return {
             "status": "ok",

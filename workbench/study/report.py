@@ -71,7 +71,7 @@ def _table_html(frame: pd.DataFrame) -> str:
 def text_html(text: str) -> str:
     """Escaped text with `code` spans shown as code (findings and notes are written in Markdown's
     backticks)."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    return re.sub(r"``?([^`]+)``?", r"<code>\1</code>", html.escape(text))
 
 
 def _setting_text(value) -> str:
@@ -157,7 +157,8 @@ def render_study(run, page: Page) -> Path:
         parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "
                      "NUTS run (4 chains from spread starts) stands in for it, checked against posteriordb's "
                      "standard: R-hat &lt; 1.01, bulk and tail ESS &ge; 400 for every parameter, no divergences. "
-                     "A failing reference is run again with twice the draws, up to three runs, unless R-hat "
+                     "A failing reference is run again, up to three runs: with a smaller step (target_accept "
+                     "raised toward 1) if it diverged, with twice the draws if its ESS was short; not when R-hat "
                      "says its chains sit in different modes.</p>")
         for t, info in run.references.items():
             if not info.get("passes", False):
