@@ -118,8 +118,8 @@ def _target_notes(run, table: pd.DataFrame) -> list[str]:
             "0.8 mean acceptance the step is unstable in the arms beyond |x1| of about 17 (9% of the mass), the "
             "chains diverge there and visit the arms 3-6% of the time instead of 9% (measured apart: 4 chains x 1,000 "
             "draws, seeds 0-3). A longer warmup makes it worse "
-            "(the step grows: 0.45-0.69 after 5,000 warmup iterations against 0.41-0.57 after 1,000). Raising "
-            "target_accept to 0.95 halves the step (0.21-0.31) and removes the divergences in 3 of 4 runs; at 0.99 "
+            "(the step grows: 0.44-0.69 after 5,000 warmup iterations against 0.29-0.58 after 1,000). Raising "
+            "target_accept to 0.95 shrinks the step to 0.21-0.33 and the divergences from 6-72 to 0-4 per run; at 0.99 "
             "the trajectories get too long for the budget. The remedy Stan's users apply by hand (adapt_delta) is "
             "therefore the second NUTS row on this target, marked as such.")
     bnn_ref = run.references.get(next((target_label(c.target) for c in run.cells if c.labels.get("target") == "BNN"), ""), {})

@@ -81,19 +81,24 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
     return ChainDiagnostics(chains, n, r_hat, ess_bulk, ess_tail, divergences, saturated, bfmi)
 
 
+# every health warning starts with its flag: the table's health column reads the flags back
+# from result.messages (VI and importance sampling word their own k-hat and convergence warnings)
+FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged")
+
+
 def health_messages(diag: ChainDiagnostics) -> list[str]:
-    """One warning per failed check (an empty list: healthy)."""
+    """One warning per failed check (an empty list: healthy), each starting with its flag."""
     out = []
     if diag.draws == 0:
         return out
     if diag.r_hat_max > R_HAT_MAX:
         out.append(f"R-hat {diag.r_hat_max:.3f} > {R_HAT_MAX}: the chains disagree (not mixed)")
     floor = ESS_PER_CHAIN_MIN * diag.chains
-    low = [f"{kind} ESS {v:.0f}" for kind, v in (("bulk", diag.ess_bulk_min), ("tail", diag.ess_tail_min)) if v < floor]
+    low = [f"{kind} {v:.0f}" for kind, v in (("bulk", diag.ess_bulk_min), ("tail", diag.ess_tail_min)) if v < floor]
     if low:
-        out.append(f"{' and '.join(low)} < {ESS_PER_CHAIN_MIN} per chain ({floor}): too few effective draws")
+        out.append(f"low ESS: {' and '.join(low)} < {ESS_PER_CHAIN_MIN} per chain ({floor}): too few effective draws")
     if diag.divergences:
-        out.append(f"{diag.divergences} divergent transitions after warmup: the draws may be biased "
+        out.append(f"divergences: {diag.divergences} divergent transitions after warmup, the draws may be biased "
                    "(a higher target_accept takes smaller steps)")
     if diag.tree_depth_saturated > TREE_DEPTH_SATURATION_MAX:
         out.append(f"tree depth saturated on {100 * diag.tree_depth_saturated:.1f}% of draws: "
@@ -104,11 +109,9 @@ def health_messages(diag: ChainDiagnostics) -> list[str]:
 
 
 def health_flags(messages: list[str]) -> str:
-    """The health column of a table: the short names of the failed checks, or "ok"."""
-    keys = (("R-hat", "R-hat"), ("ESS", "low ESS"), ("divergent", "divergences"), ("tree depth", "tree depth"),
-            ("E-BFMI", "E-BFMI"), ("Pareto k-hat", "k-hat"), ("not converged", "not converged"))
-    flags = [name for key, name in keys if any(key in m and "interrupted" not in m for m in messages)]
-    return ", ".join(dict.fromkeys(flags)) or "ok"
+    """The health column of a table: the flags of the warnings in ``messages``, or "ok"."""
+    flags = [flag for flag in FLAGS if any(m.startswith(flag) for m in messages)]
+    return ", ".join(flags) or "ok"
 
 
 def passes_reference_standard(diag: ChainDiagnostics) -> tuple[bool, str]:

@@ -123,11 +123,6 @@ def sliced_wasserstein(x, y, n_projections: int = 64, x_weights=None, seed: int 
     )
 
 
-def _nan_min(a) -> float:
-    a = np.asarray(a, dtype=float)
-    return float(np.min(a[~np.isnan(a)])) if np.any(~np.isnan(a)) else math.nan
-
-
 def _ess_and_rhat(result: Result) -> tuple[float, float, float]:
     """(min bulk ESS, min tail ESS, max R-hat) over coordinates, as ``arviz.summary`` gives them."""
     if result.log_weights is not None:

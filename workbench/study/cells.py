@@ -207,7 +207,7 @@ def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
     divergences: ``diagnostics.REFERENCE_STANDARD``); ``info["passes"]`` and ``info["why_not"]``
     say whether it passed, so a page can say when its scores rest on an untrustworthy reference.
     """
-    from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, passes_reference_standard
+    from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, chain_diagnostics, passes_reference_standard
 
     try:
         target = build_target(target_spec)
@@ -216,7 +216,8 @@ def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
         for run in range(1, REFERENCE_RUNS + 1):
             result = build_method(spec).run(target, seed=seed + run - 1)
             grad_evals += result.cost.grad_evals
-            diag = ChainDiagnostics(**result.info["diagnostics"])
+            diag = result.info.get("diagnostics")  # a sampler's; any other method's draws are checked here
+            diag = ChainDiagnostics(**diag) if diag is not None else chain_diagnostics(result.draws)
             passes, why_not = passes_reference_standard(diag)
             if passes or diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT or run == REFERENCE_RUNS:
                 break

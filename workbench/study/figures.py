@@ -67,11 +67,9 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     return _save(fig, folder, file)
 
 
-def plotted_label(run, index: int) -> str:
+def plotted_label(label: str, arrays: dict) -> str:
     """A method's legend entry; for weighted draws it says they are an importance resample of
     all of them and prints the weights' ESS, the number the table reports."""
-    label = run.table.loc[index, "method"]
-    arrays = run.arrays(index)
     if "weighted_ess" in arrays:
         label += f" (resampled from {int(arrays['weighted_n'][0]):,}, ESS {float(arrays['weighted_ess'][0]):,.0f})"
     return label
@@ -94,7 +92,7 @@ def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1)
             if "draws" not in arrays or arrays["draws"].size == 0:
                 continue
             x = arrays["draws"][..., k].ravel()
-            samples.append((label, x, plotted_label(run, i)))
+            samples.append((label, x, plotted_label(label, arrays)))
         pooled = np.concatenate([x for _, x, _ in samples]) if samples else np.zeros(1)
         lo, hi = np.quantile(pooled, [0.005, 0.995])
         if reference is not None:

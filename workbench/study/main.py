@@ -38,7 +38,7 @@ def run_and_report(
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="the small grid (a few minutes on 2 cores)")
+    parser.add_argument("--quick", action="store_true", help="the small grid (each study a few minutes on 2 cores at most)")
     parser.add_argument("--executor", choices=EXECUTORS, default="local",
                         help="local process pool (default), serial (this process) or dask")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")

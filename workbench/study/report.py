@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cells import target_label
+from .cells import REFERENCE_RUNS, target_label
 from .runner import page_folder
 
 PACKAGES = ("workbench", "numba", "numpy", "scipy", "arviz", "matplotlib", "pandas")
@@ -79,6 +79,8 @@ def _setting_text(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, (list, tuple)) for v in value):  # a matrix: its shape says enough
+            return f"({len(value)} x {len(value[0])} array)"
         items = [_setting_text(v) for v in value]
         return "[" + ", ".join(items if len(items) <= 6 else items[:3] + ["…"] + items[-2:]) + "]"
     if isinstance(value, dict):
@@ -117,7 +119,7 @@ def grid_summary(run) -> pd.DataFrame:
 
 
 def render_study(run, page: Page) -> Path:
-    """Write ``<out>/<study>/index.html`` and ``summary.json``; return the HTML path."""
+    """Write ``<out>/<quick|full>/<study>/index.html`` and ``summary.json``; return the HTML path."""
     study = run.study
     folder = page_folder(run.out, study.name, run.quick)
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,12 +156,14 @@ def render_study(run, page: Page) -> Path:
         parts.append("<h2>Cells that failed (or are not computed yet)</h2>")
         parts.append(_table_html(bad[["target", "method", "seed", "grad_budget", "status", "error"]]))
     if run.references:
+        ref_method = study.reference_method
         parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "
-                     "NUTS run (4 chains from spread starts) stands in for it, checked against posteriordb's "
-                     "standard: R-hat &lt; 1.01, bulk and tail ESS &ge; 400 for every parameter, no divergences. "
-                     "A failing reference is run again, up to three runs: with a smaller step (target_accept "
-                     "raised toward 1) if it diverged, with twice the draws if its ESS was short; not when R-hat "
-                     "says its chains sit in different modes.</p>")
+                     f"{html.escape(ref_method['method'])} run ({ref_method.get('chains', 4)} chains from spread starts) "
+                     "stands in for it, checked against posteriordb's standard: R-hat &lt; 1.01, bulk and tail ESS "
+                     "&ge; 400 for every parameter, no divergences. A failing reference is run again, up to "
+                     f"{REFERENCE_RUNS} runs in all: with a smaller step (target_accept raised toward 1) if it "
+                     "diverged, with twice the draws if its ESS was short; not when R-hat says its chains sit in "
+                     "different modes.</p>")
         for t, info in run.references.items():
             if not info.get("passes", False):
                 parts.append(f"<p class='warn'><b>{html.escape(t)} has no trustworthy reference</b>: "

@@ -41,7 +41,7 @@ METHOD_STYLES = {
 # short names some studies use for a method in their tables
 ALIASES = {"RWM": "RandomWalkMH", "IS": "ImportanceSampling", "IMH": "IndependenceMH", "MFVI": "MeanFieldVI"}
 
-_SPARE_COLOURS = ("#CC6677", "#DDCC77", "#88CCEE", "#6699CC", "#661100", "#888888", "#AA4466", "#4477AA")
+_SPARE_COLOURS = ("#CC6677", "#DDCC77", "#88CCEE", "#6699CC", "#661100", "#888888", "#4477AA")
 _SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
 
