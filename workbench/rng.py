@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from .jit import jit
 
 try:  # Numba's bindings to the bit generator and NumPy's ziggurat tables (numba >= 0.56)
     from numba.np.random._constants import (
@@ -44,7 +45,7 @@ except ImportError:  # pragma: no cover - depends on the installed Numba
 
 if FAST_NORMALS:
 
-    @njit(cache=True)
+    @jit
     def _ziggurat(bitgen):
         """One N(0, 1) draw from a bit generator (``rng.bit_generator``), as NumPy draws it."""
         while True:
@@ -71,12 +72,12 @@ if FAST_NORMALS:
             ):  # a wedge
                 return x
 
-    @njit(cache=True)
+    @jit
     def standard_normal(rng):
         """One N(0, 1) draw from ``rng``: equal to ``rng.standard_normal()``, faster."""
         return _ziggurat(rng.bit_generator)
 
-    @njit(cache=True)
+    @jit
     def fill_standard_normal(rng, out):
         """Fills the 1-D array ``out`` with N(0, 1) draws, as ``rng.standard_normal(out=out)``."""
         # the bit generator is taken out once: passing the Generator itself on every call
@@ -87,12 +88,12 @@ if FAST_NORMALS:
 
 else:  # pragma: no cover
 
-    @njit(cache=True)
+    @jit
     def standard_normal(rng):
         """One N(0, 1) draw from ``rng`` (Numba's own ziggurat)."""
         return rng.standard_normal()
 
-    @njit(cache=True)
+    @jit
     def fill_standard_normal(rng, out):
         """Fills the 1-D array ``out`` with N(0, 1) draws."""
         for i in range(out.size):

@@ -10,7 +10,8 @@ start converge to it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..jit import jit
 
 STATES = ("A", "B", "C", "D", "E")
 TRANSITION = np.array(
@@ -41,7 +42,7 @@ def stationary_distribution(transition: np.ndarray = TRANSITION) -> np.ndarray:
     return pi
 
 
-@njit(cache=True)
+@jit
 def _simulate(cumulative, start, n, rng, out):
     state = start
     for t in range(n):

@@ -19,9 +19,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import types
 
-from ..jit import VEC, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from .mass_adaptation import (
     LATE_UPDATE_EVERY,
     MASS_GRADIENT,
@@ -48,15 +47,6 @@ ALGO_HMC, ALGO_NUTS = 0, 1
 # per-draw statistics (columns of stats_out)
 STAT_NAMES = ("accept_prob", "diverging", "step_size", "tree_depth", "n_steps", "energy", "energy_error", "logp")
 S_ACCEPT, S_DIVERGING, S_STEP, S_DEPTH, S_N_STEPS, S_ENERGY, S_ENERGY_ERROR, S_LOGP = range(8)
-# control array
-C_STOP, C_PROGRESS = 0, 1
-
-_I64 = types.int64
-_F64 = types.float64
-_RNG = types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
-_MAT = types.float64[:, ::1]
-_IVEC = types.int64[::1]
-CHAIN_RETURN = types.Tuple((_I64, _I64, _I64, _F64))
 
 
 def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, window_ends, draws_out, stats_out, control):
@@ -174,6 +164,5 @@ def _hamiltonian_chain(logp_grad, data, q, rng, isettings, fsettings, inv_mass, 
 
 
 hamiltonian_chain = target_kernel(
-    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, _RNG, _IVEC, VEC, VEC, _IVEC, _MAT, _MAT, _IVEC),
-    nogil=True,
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, INDEX, VEC, VEC, INDEX, MATRIX, MATRIX, INDEX),
 )(_hamiltonian_chain)

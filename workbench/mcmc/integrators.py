@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
 
-from ..jit import NO_NRT
-from ..numerics import REASSOC
+from ..jit import jit
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
     """One leapfrog step with a diagonal metric, in place on (q, p, g); returns log p(q_new).
 
@@ -39,7 +37,7 @@ def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
     return logp
 
 
-@njit(cache=True, fastmath=REASSOC, **NO_NRT)
+@jit(fastmath=True, nrt=False)
 def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, psum, first):
     """One :func:`leapfrog` step as a NUTS leaf needs it: the closing half kick also adds the
     new momentum to the running sum ``psum`` (or starts it, if ``first``) and computes the
@@ -63,7 +61,7 @@ def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, psum, first):
     return logp, 0.5 * kinetic
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def integrate(logp_grad, data, q, p, g, step_size, inv_mass, n_steps):
     """``n_steps`` leapfrog steps in place on (q, p, g), as many calls of :func:`leapfrog`.
 
@@ -89,7 +87,7 @@ def integrate(logp_grad, data, q, p, g, step_size, inv_mass, n_steps):
     return logp, n_steps
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def leapfrog_dense(logp_grad, data, q, p, g, step_size, inv_mass):
     """One leapfrog step with a dense metric ``inv_mass`` = M^-1 (d, d); as :func:`leapfrog`."""
     d = q.size

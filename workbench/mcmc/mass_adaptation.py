@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-from ..numerics import NUMPY_ERRORS
+from ..jit import jit
+
 
 MASS_NONE = 0
 MASS_STAN = 1
@@ -36,7 +36,7 @@ SCHEMES = {"none": MASS_NONE, "stan": MASS_STAN, "gradient": MASS_GRADIENT}
 LATE_UPDATE_EVERY = 10
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def welford_add(mean, m2, count, x):
     """Adds x to the running (mean, m2) of ``count`` values; returns the new count."""
     count += 1
@@ -48,14 +48,14 @@ def welford_add(mean, m2, count, x):
     return count
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def welford_reset(mean, m2):
     for i in range(mean.size):
         mean[i] = 0.0
         m2[i] = 0.0
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def stan_regularised_variance(m2, count, out):
     """Stan's shrinkage of the window variance toward 1e-3 (with weight 5 / (n + 5))."""
     n = float(count)
@@ -64,7 +64,7 @@ def stan_regularised_variance(m2, count, out):
         out[i] = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0))
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def gradient_based_variance(m2_x, m2_g, out):
     """inv_mass_i = sqrt(Var(x_i) / Var(grad_i)), clipped to [1e-10, 1e10]; counts cancel."""
     for i in range(out.size):  # branch-free, so the loop vectorises

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
 
-from ..jit import NO_NRT
-from ..numerics import NUMPY_ERRORS, REASSOC
+from ..jit import jit
 from ..rng import fill_standard_normal
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def momentum_sd(inv_mass, out):
     """The momentum's sds 1 / sqrt(inv_mass), written into out (once per metric update)."""
     for i in range(out.size):
         out[i] = 1.0 / math.sqrt(inv_mass[i])
 
 
-@njit(cache=True, **NO_NRT, **NUMPY_ERRORS)
+@jit(nrt=False)
 def sample_momentum(rng, sd, p):
     """p ~ N(0, M), M = diag(sd^2), written into p; returns its kinetic energy 1/2 p^T M^-1 p.
 
@@ -33,7 +31,7 @@ def sample_momentum(rng, sd, p):
     return _scale_and_half_square(p, sd)
 
 
-@njit(cache=True, fastmath=REASSOC, **NO_NRT, **NUMPY_ERRORS)
+@jit(fastmath=True, nrt=False)
 def _scale_and_half_square(z, sd):
     k = 0.0
     for i in range(z.size):
@@ -42,7 +40,7 @@ def _scale_and_half_square(z, sd):
     return 0.5 * k
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def kinetic_energy(p, inv_mass):
     """1/2 p^T diag(inv_mass) p."""
     k = 0.0
@@ -51,7 +49,7 @@ def kinetic_energy(p, inv_mass):
     return 0.5 * k
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def sample_momentum_dense(rng, mass_chol, p):
     """p ~ N(0, M) with M = L L^T, L = ``mass_chol`` (lower triangular); written into p."""
     d = p.size
@@ -63,7 +61,7 @@ def sample_momentum_dense(rng, mass_chol, p):
         p[i] = s
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def kinetic_energy_dense(p, inv_mass):
     """1/2 p^T M^-1 p for a dense ``inv_mass`` = M^-1."""
     k = 0.0

@@ -26,9 +26,8 @@ import math
 import numpy as np
 from numba import types
 
-from ..jit import VEC, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from ..rng import fill_standard_normal
-from .chains import C_PROGRESS, C_STOP, CHAIN_RETURN, _IVEC, _MAT, _RNG
 from .mass_adaptation import stan_regularised_variance, welford_add, welford_reset
 
 # integer settings
@@ -120,8 +119,7 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
 
 
 random_walk_chain = target_kernel(
-    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, _RNG, _IVEC, VEC, VEC, _IVEC, _MAT, _MAT, _IVEC),
-    nogil=True,
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, INDEX, VEC, VEC, INDEX, MATRIX, MATRIX, INDEX),
 )(_random_walk_chain)
 
 
@@ -165,6 +163,5 @@ def _independence_chain(logp_grad, data, x, logq_x, rng, proposals, logq_proposa
 
 
 independence_chain = target_kernel(
-    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, types.float64, _RNG, _MAT, VEC, types.int64, _MAT, _MAT, _IVEC),
-    nogil=True,
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, types.float64, RNG, MATRIX, VEC, types.int64, MATRIX, MATRIX, INDEX),
 )(_independence_chain)

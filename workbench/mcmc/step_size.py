@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from numba import njit
 
-from ..jit import NO_NRT
+from ..jit import jit
 
 from .integrators import leapfrog
 from .metric import kinetic_energy, sample_momentum
@@ -39,7 +38,7 @@ class DualAveraging(NamedTuple):
     count: float  # t
 
 
-@njit(cache=True)
+@jit
 def dual_averaging_start(step_size, shrink_factor=10.0):
     """Fresh adaptation state around ``step_size``, shrinking toward log(shrink_factor step_size).
 
@@ -49,7 +48,7 @@ def dual_averaging_start(step_size, shrink_factor=10.0):
     return DualAveraging(math.log(step_size), 0.0, 0.0, math.log(shrink_factor * step_size), 0.0)
 
 
-@njit(cache=True)
+@jit
 def dual_averaging_update(state, accept_prob, target):
     """One step of eq. 6 given the last transition's acceptance statistic (NaN counts as 0)."""
     if not (accept_prob >= 0.0):  # NaN
@@ -63,7 +62,7 @@ def dual_averaging_update(state, accept_prob, target):
     return DualAveraging(log_step, log_step_avg, error_avg, state.mu, count)
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, momentum_sd, rng, step_size, work_q, work_p,
                               work_g):
     """Double or halve ``step_size`` until one leapfrog step's acceptance crosses 0.8.

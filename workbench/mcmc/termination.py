@@ -29,10 +29,8 @@ direction (forward or backward in time) does not matter.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ..jit import NO_NRT
-from ..numerics import REASSOC
+from ..jit import jit
 
 # rows of the checkpoint array (N_CHECKPOINT_ROWS, max_depth, d)
 START_P, START_SUM, END_P, END_SUM = range(4)
@@ -44,7 +42,7 @@ def checkpoints(max_depth: int, dim: int) -> np.ndarray:
     return np.zeros((N_CHECKPOINT_ROWS, max(max_depth, 1), dim))
 
 
-@njit(cache=True)
+@jit
 def popcount(n):
     """The number of one bits of n >= 0."""
     count = 0
@@ -54,7 +52,7 @@ def popcount(n):
     return count
 
 
-@njit(cache=True)
+@jit
 def trailing_ones(n):
     """The number of trailing one bits of n >= 0: how many blocks end at leaf n."""
     count = 0
@@ -64,14 +62,14 @@ def trailing_ones(n):
     return count
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def _store(p, psum, p_out, psum_out):
     for i in range(p.size):
         p_out[i] = p[i]
         psum_out[i] = psum[i]
 
 
-@njit(cache=True, fastmath=REASSOC, **NO_NRT)
+@jit(fastmath=True, nrt=False)
 def _block_persists(k, slot, p, psum, inv_mass, ckpt):
     """The block of 2^k leaves ending at the current leaf (momentum p, running sum psum):
     its own criterion, and for k >= 2 the two merge checks of its halves."""
@@ -107,7 +105,7 @@ def _block_persists(k, slot, p, psum, inv_mass, ckpt):
             and right_minus > 0.0 and right_plus > 0.0)
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def add_leaf(n, p, psum, inv_mass, ckpt):
     """Records leaf n of a subtree (momentum p, running momentum sum psum through it) and
     checks every block that ends there. Returns False when one has turned (the subtree is
@@ -126,7 +124,7 @@ def add_leaf(n, p, psum, inv_mass, ckpt):
     return True
 
 
-@njit(cache=True, fastmath=REASSOC, **NO_NRT)
+@jit(fastmath=True, nrt=False)
 def merged_trajectory_persists(p_far, p_near, rho_old, p_first, p_last, rho_new, inv_mass):
     """After a new subtree joins the trajectory: the whole trajectory's criterion and the two
     merge checks. The old trajectory has momentum p_far at its far end, p_near at the end the

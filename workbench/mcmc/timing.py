@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
-from ..jit import VEC, target_kernel
+from ..jit import jit, target_kernel, VEC
 from ..rng import fill_standard_normal
 
 
@@ -21,7 +21,7 @@ def _repeat_logp_grad(logp_grad, data, theta, n):
 
 
 repeat_logp_grad = target_kernel(
-    lambda t: types.float64(t.logp_grad, t.data, VEC, types.int64), nogil=True
+    lambda t: types.float64(t.logp_grad, t.data, VEC, types.int64)
 )(_repeat_logp_grad)
 
 
@@ -45,7 +45,7 @@ def seconds_per_gradient(target, theta=None, min_seconds: float = 0.2) -> float:
     return best / n
 
 
-@njit(cache=True)
+@jit
 def free_logp_grad(theta, grad_out, data):
     """logp = 0 with a zero gradient: a method run on it times the method's own work alone."""
     for i in range(theta.size):
@@ -53,7 +53,7 @@ def free_logp_grad(theta, grad_out, data):
     return 0.0
 
 
-@njit(cache=True)
+@jit
 def _fill_normals(rng, out, reps):
     for _ in range(reps):
         fill_standard_normal(rng, out)

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
 
-from ..jit import NO_NRT
+from ..jit import jit
 from .integrators import integrate, leapfrog_leaf
 from .metric import kinetic_energy, sample_momentum
 from .termination import START_P, add_leaf, merged_trajectory_persists
@@ -42,13 +41,13 @@ from .termination import START_P, add_leaf, merged_trajectory_persists
 N_VECS = 14  # PAIR_Q + 2 k and PAIR_G + 2 k for pair k = 0, 1
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def _copy(src, dst):
     for i in range(src.size):
         dst[i] = src[i]
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def _logaddexp(a, b):
     if a == -math.inf:
         return b
@@ -58,7 +57,7 @@ def _logaddexp(a, b):
     return m + math.log(math.exp(a - m) + math.exp(b - m))
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def build_subtree(logp_grad, data, depth, step, inv_mass, h0, max_energy_error, rng,
                   z_q, z_p, z_g, prop_q, prop_g, psum, ckpt):
     """Extends the trajectory end (z_q, z_p, z_g), in place, by 2^depth leapfrog steps of
@@ -108,7 +107,7 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, h0, max_energy_error, 
     return True, w_max + math.log(w_sum), n_leaves, sum_accept, False, prop_lp, prop_h
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, max_depth, max_energy_error,
                     rng, vecs, ckpt):
     """One NUTS transition from (q, g, logp), updated in place.
@@ -169,7 +168,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, ma
     return sample_lp, sum_accept / max(n_leapfrog, 1), n_leapfrog, depth, diverging, sample_h, sample_h - h0
 
 
-@njit(cache=True, **NO_NRT)
+@jit(nrt=False)
 def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, momentum_sd, max_energy_error,
                       rng, vecs):
     """One HMC transition: ``n_steps`` leapfrog steps, then a Metropolis accept/reject.

@@ -1,21 +1,44 @@
-"""What all methods share: the ``run`` entry point, seeding, budgets and validation.
+"""What every method shares: the ``run`` entry point, seeds, budgets, timing, threads and
+building the :class:`Result`.
 
-A method is a frozen dataclass of settings. ``run(target, seed=..., grad_budget=...)``
-validates its inputs in Python (kernels never raise), derives one
-``np.random.Generator`` per chain from the seed with ``SeedSequence.spawn`` (so results do
-not depend on how chains are scheduled over threads), and returns a :class:`Result`.
+A method is a frozen dataclass of settings. It writes three things: its settings (fields),
+their validation (``__post_init__``), and ``_run(target, seed, budget)``, which calls its
+kernel. Everything else is here:
+
+- ``Method.run`` checks the target, merges ``grad_budget`` into the :class:`Budget`, fixes
+  the seed, starts a :class:`RunClock` and calls ``_run``;
+- ``chain_rngs`` derives one ``np.random.Generator`` per chain or restart from the seed
+  with ``SeedSequence.spawn``, so results do not depend on how work is scheduled;
+- ``RunClock.compile`` times a kernel's compilation (or cache load) apart from the run;
+- ``run_in_threads`` runs ``nogil`` kernels on a thread pool with a progress bar and
+  Ctrl-C (the kernels poll a shared control array and keep what they made);
+- ``Method.result`` builds the :class:`Result` with the method's name, the target's
+  parameter names, the seed, the settings and the cost.
+
+Chain samplers (MCMC) add their own template in ``workbench/methods/sampling.py``;
+``docs/architecture.md`` walks through adding a method.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..errors import TargetError
-from ..result import Budget, Result
+from ..jit import C_PROGRESS, C_STOP
+from ..result import Budget, Cost, Result
 from ..target import Target
+
+# ------------------------------------------------------------------------------ validation
 
 
 def resolve_seed(seed) -> int:
@@ -27,15 +50,125 @@ def resolve_seed(seed) -> int:
     return int(seed)
 
 
-def chain_rngs(seed: int, chains: int) -> list[np.random.Generator]:
-    """One independent generator per chain, derived from ``seed`` (SeedSequence.spawn)."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(chains)]
-
-
 def check_positive_int(name: str, value, minimum: int = 1) -> None:
     """ValueError naming the setting unless ``value`` is an integer >= minimum."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_positive(name: str, value, *, allow_none: bool = False) -> None:
+    """ValueError naming the setting unless ``value`` is a finite number > 0."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0{' (or None)' if allow_none else ''}, got {value!r}")
+
+
+# ------------------------------------------------------------------------------ randomness
+
+
+def chain_rngs(seed: int, n: int) -> list[np.random.Generator]:
+    """One independent generator per chain (or restart, or path), derived from ``seed``."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+# ------------------------------------------------------------------------------ budgets
+
+
+def per_task_budget(budget: Budget, tasks: int) -> int:
+    """The gradient evaluations each of ``tasks`` parallel chains may spend (-1: no limit),
+    the form the kernels read."""
+    return -1 if budget.grad_evals is None else max(1, budget.grad_evals // tasks)
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+class RunClock:
+    """Wall time of one run, with compiling (or loading compiled kernels) timed apart:
+    ``Cost.wall_seconds`` excludes it and ``Cost.compile_seconds`` reports it."""
+
+    def __init__(self):
+        self._start = time.perf_counter()
+        self._stop = None
+        self.compile_seconds = 0.0
+
+    @contextmanager
+    def compiling(self):
+        """Time what runs inside ``with clock.compiling():`` as compile time."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.compile_seconds += time.perf_counter() - start
+
+    def compile(self, kernel, target: Target):
+        """``kernel.for_target(target)`` (a ``jit.TargetKernel``), its time counted as compile time."""
+        with self.compiling():
+            return kernel.for_target(target)
+
+    def stop(self) -> None:
+        """End the timed part (what follows, e.g. diagnostics of the output, is not the run's cost)."""
+        self._stop = time.perf_counter()
+
+    @property
+    def wall_seconds(self) -> float:
+        end = self._stop if self._stop is not None else time.perf_counter()
+        return end - self._start - self.compile_seconds
+
+
+# ------------------------------------------------------------------------------ threads
+
+
+def _progress_enabled(progress) -> bool:
+    if progress is not None:
+        return bool(progress)
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def run_in_threads(
+    run_one: Callable[[int], tuple],
+    controls: np.ndarray,
+    total_per_task: int,
+    progress=None,
+    description: str = "running",
+    threads: int | None = None,
+) -> tuple[list, bool]:
+    """Run ``run_one(i)`` for every row i of ``controls`` on a thread pool.
+
+    The kernels are ``nogil``, so threads run them in parallel. ``controls`` is the
+    (tasks, 2) int64 array they poll: column ``C_STOP`` is set to stop them, column
+    ``C_PROGRESS`` is where they write their progress (for the bar). Returns (outputs in
+    task order, interrupted). Ctrl-C stops every task at its next iteration and keeps what
+    was made.
+    """
+    tasks = controls.shape[0]
+    workers = threads or min(tasks, os.cpu_count() or 1)
+    bar = None
+    if _progress_enabled(progress):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=tasks * total_per_task, desc=description, unit="it", leave=False)
+    interrupted = False
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run_one, i) for i in range(tasks)]
+        try:
+            while wait(futures, timeout=0.1).not_done:  # returns as soon as all are done
+                if bar is not None:
+                    bar.n = int(controls[:, C_PROGRESS].sum())
+                    bar.refresh()
+        except KeyboardInterrupt:
+            interrupted = True
+            controls[:, C_STOP] = 1
+        outputs = [f.result() for f in futures]
+    if bar is not None:
+        bar.n = int(controls[:, C_PROGRESS].sum())
+        bar.close()
+    return outputs, interrupted
+
+
+# ------------------------------------------------------------------------------ the method
 
 
 @dataclass(frozen=True)
@@ -47,8 +180,17 @@ class Method:
         return type(self).__name__
 
     def settings(self) -> dict:
-        """The settings as a plain dict (for tables, reports and cache keys)."""
-        return dataclasses.asdict(self)
+        """The settings as a plain dict (for tables, reports and cache keys); arrays become
+        lists and objects (a proposal) their type's name."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray) or (f.name == "init" and value is not None and not isinstance(value, str)):
+                value = np.asarray(value).tolist()
+            elif value is not None and not isinstance(value, (bool, int, float, str, list, tuple, dict)):
+                value = type(value).__name__
+            out[f.name] = value
+        return out
 
     def spec(self) -> dict:
         return {"method": self.name, **self.settings()}
@@ -90,3 +232,36 @@ class Method:
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:  # pragma: no cover
         raise NotImplementedError
+
+    def result(
+        self,
+        target: Target,
+        seed: int,
+        draws: np.ndarray,
+        clock: RunClock,
+        *,
+        grad_evals: int = 0,
+        logp_evals: int | None = None,
+        warmup_grad_evals: int = 0,
+        settings: dict | None = None,
+        **fields,
+    ) -> Result:
+        """The :class:`Result` of a run: ``draws`` (chains, n, d), its cost (``logp_evals``
+        defaults to ``grad_evals``: ``logp_grad`` gives both at once), and any other
+        :class:`Result` field (``approximation``, ``log_z``, ``stats``, ``messages``, ``info``...)."""
+        return Result(
+            method=self.name,
+            target=target.name,
+            draws=draws,
+            cost=Cost(
+                grad_evals=int(grad_evals),
+                logp_evals=int(grad_evals if logp_evals is None else logp_evals),
+                wall_seconds=clock.wall_seconds,
+                compile_seconds=clock.compile_seconds,
+                warmup_grad_evals=int(warmup_grad_evals),
+            ),
+            param_names=target.param_names,
+            seed=seed,
+            settings=self.settings() if settings is None else settings,
+            **fields,
+        )

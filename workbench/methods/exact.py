@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import TargetError
-from ..result import Budget, Cost, Result
+from ..result import Budget, Result
 from ..target import Target
-from .base import Method, chain_rngs, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -36,22 +35,14 @@ class Exact(Method):
                 + (" (its truth comes from reference draws)" if target.truth is not None else "")
             )
         n = budget.draws if budget.draws is not None else self.draws
-        start = time.perf_counter()
+        clock = RunClock()
         draws = np.stack([target.truth.sample(n, rng) for rng in chain_rngs(seed, self.chains)])
-        wall = time.perf_counter() - start
+        clock.stop()
         if draws.shape != (self.chains, n, target.dim):
             raise TargetError(
                 f"the exact sampler of {target.name!r} returned shape {draws.shape[1:]}, "
                 f"expected ({n}, {target.dim})"
             )
-        return Result(
-            method=self.name,
-            target=target.name,
-            draws=draws,
-            cost=Cost(wall_seconds=wall),
-            param_names=target.param_names,
-            seed=seed,
-            settings={**self.settings(), "draws": n},
-            log_z=target.truth.log_z,
-            log_z_se=0.0 if target.truth.log_z is not None else None,
-        )
+        log_z = target.truth.log_z
+        return self.result(target, seed, draws, clock, settings={**self.settings(), "draws": n},
+                           log_z=log_z, log_z_se=0.0 if log_z is not None else None)

@@ -9,7 +9,6 @@ during warmup (``adapt_mass="gradient"`` by default, the scheme that measured be
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +17,8 @@ from ..mcmc import chains as K
 from ..mcmc.mass_adaptation import SCHEMES, MASS_STAN, stan_windows
 from ..result import Budget, Result
 from ..target import Target
-from ._sampling import ChainSampler, assemble, initial_points, sample_chains
-from .base import chain_rngs, check_positive_int
+from .base import check_positive_int
+from .sampling import ChainSampler
 
 # The gradient-based scheme's schedule, as fractions of warmup (after nutpie's defaults):
 # switch windows every 10 draws during the first 30%, every 80 afterwards, and keep the
@@ -53,28 +52,20 @@ class _Hamiltonian(ChainSampler):
         raise NotImplementedError
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        rngs = chain_rngs(seed, self.chains)
-        x0 = initial_points(target, rngs, self.init, self.init_jitter)
-        start = time.perf_counter()
-        kernel = K.hamiltonian_chain.for_target(target)  # compiled, or loaded from the cache
-        compile_seconds = time.perf_counter() - start
-
-        n_warmup = self.warmup
-        n_draws = budget.draws if budget.draws is not None else self.draws
-        n_total = n_warmup + n_draws
+        chains = self.start_chains(K.hamiltonian_chain, target, seed, budget)
+        n_warmup = chains.n_warmup
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
         mass = SCHEMES[self.adapt_mass]
         window_start, windows = stan_windows(n_warmup) if mass == MASS_STAN else (0, np.zeros(0, np.int64))
-        per_chain_budget = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
         isettings = np.zeros(K.N_ISETTINGS, dtype=np.int64)
         isettings[K.I_WARMUP] = n_warmup
-        isettings[K.I_DRAWS] = n_draws
+        isettings[K.I_DRAWS] = chains.n_draws
         isettings[K.I_ALGORITHM] = algorithm
         isettings[K.I_N_LEAPFROG] = n_leapfrog
         isettings[K.I_MAX_DEPTH] = max_depth
         isettings[K.I_MASS] = mass
         isettings[K.I_WINDOW_START] = window_start
-        isettings[K.I_GRAD_BUDGET] = per_chain_budget
+        isettings[K.I_GRAD_BUDGET] = chains.grad_budget_per_chain
         isettings[K.I_MASS_END] = int(round((1.0 - _STEP_ONLY_FRACTION) * n_warmup))
         isettings[K.I_EARLY_END] = int(round(_EARLY_FRACTION * n_warmup))
         isettings[K.I_SWITCH_EARLY] = _SWITCH_EARLY
@@ -87,18 +78,14 @@ class _Hamiltonian(ChainSampler):
         fsettings[K.F_JITTER] = jitter
 
         inv_mass = np.ones((self.chains, target.dim))
-        run = sample_chains(
-            self, target, n_total, len(K.STAT_NAMES),
-            lambda c, draws, stats, control: kernel(
-                target.logp_grad, target.data, x0[c].copy(), rngs[c], isettings, fsettings,
+        run = chains.sample(
+            lambda c, draws, stats, control: chains.kernel(
+                target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
                 inv_mass[c], windows, draws, stats, control,
             ),
+            len(K.STAT_NAMES),
         )
-        return assemble(
-            self, target, seed, run, K.STAT_NAMES, n_warmup, compile_seconds,
-            {**self.settings(), "draws": n_draws}, budget.grad_evals,
-            info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass},
-        )
+        return chains.result(run, K.STAT_NAMES, info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass})
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ draw with p'(x) > M q(x) is a violation: counted, warned, and the result is appr
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +29,11 @@ from numba import types
 from scipy.special import logsumexp
 
 from ..approximations import StudentT, check_proposal, draw_from
-from ..jit import VEC, target_kernel
+from ..jit import target_kernel, VEC
 from ..metrics import kish_ess
-from ..result import Budget, Cost, Result
+from ..result import Budget, Result
 from ..target import Target
-from .base import Method, chain_rngs, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive_int
 
 
 def _log_ratios(logp_grad, data, draws, logq, out):
@@ -47,7 +46,7 @@ def _log_ratios(logp_grad, data, draws, logq, out):
 
 
 log_ratios = target_kernel(
-    lambda t: types.int64(t.logp_grad, t.data, types.float64[:, ::1], VEC, VEC), nogil=True
+    lambda t: types.int64(t.logp_grad, t.data, types.float64[:, ::1], VEC, VEC)
 )(_log_ratios)
 
 
@@ -140,15 +139,14 @@ class ImportanceSampling(Method):
             raise ValueError(f"resample must be None, 'multinomial' or 'systematic', got {self.resample!r}")
 
     def settings(self) -> dict:
-        s = {k: v for k, v in super().settings().items() if k != "proposal"}
-        s["proposal"] = type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"
-        return s
+        return {**super().settings(), "proposal": type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"}
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]
         proposal = self.proposal if self.proposal is not None else default_proposal(target)
         n = self.n if budget.grad_evals is None else min(self.n, budget.grad_evals)
-        start = time.perf_counter()
+        clock = RunClock()
+        clock.compile(log_ratios, target)
         x = draw_from(proposal, n, rng, target.dim)
         log_w = compute_log_ratios(target, proposal, x)
         if not np.isfinite(log_w).any():
@@ -165,15 +163,9 @@ class ImportanceSampling(Method):
             draws, result_lw = x[idx][None], None
         else:
             draws, result_lw = x[None], used[None]
-        wall = time.perf_counter() - start
-        return Result(
-            method=self.name,
-            target=target.name,
-            draws=draws,
-            cost=Cost(grad_evals=n, logp_evals=n, wall_seconds=wall),
-            param_names=target.param_names,
-            seed=seed,
-            settings=self.settings(),
+        clock.stop()
+        return self.result(
+            target, seed, draws, clock, grad_evals=n,
             log_weights=result_lw,
             log_z=log_z,
             log_z_se=log_z_se,
@@ -210,14 +202,10 @@ class RejectionSampling(Method):
         if self.log_m is not None and not math.isfinite(self.log_m):
             raise ValueError(f"log_m must be finite, got {self.log_m!r}")
 
-    def settings(self) -> dict:
-        s = {k: v for k, v in super().settings().items() if k != "proposal"}
-        s["proposal"] = type(self.proposal).__name__
-        return s
-
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]
-        start = time.perf_counter()
+        clock = RunClock()
+        clock.compile(log_ratios, target)
         n_evals = 0
         messages = []
         log_m = self.log_m
@@ -257,16 +245,10 @@ class RejectionSampling(Method):
             messages.append(f"stopped after {proposed} proposals with {len(draws)} of {self.n} draws accepted")
         if len(draws) == 0:
             raise ValueError(f"no proposal accepted in {proposed} tries (acceptance rate 0): M is far too large")
-        wall = time.perf_counter() - start
+        clock.stop()
         se = math.sqrt((1 - rate) / max(n_accepted, 1))  # delta method on log(rate)
-        return Result(
-            method=self.name,
-            target=target.name,
-            draws=draws[None],
-            cost=Cost(grad_evals=n_evals, logp_evals=n_evals, wall_seconds=wall),
-            param_names=target.param_names,
-            seed=seed,
-            settings=self.settings(),
+        return self.result(
+            target, seed, draws[None], clock, grad_evals=n_evals,
             log_z=log_m + math.log(rate),
             log_z_se=se,
             messages=messages,

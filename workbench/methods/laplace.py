@@ -16,7 +16,6 @@ and Hessian; ``regularize=lam`` adds lam I to -H instead.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +25,9 @@ from scipy import optimize
 from ..approximations import Gaussian
 from ..modes import hessian_by_differences
 from ..errors import WorkbenchError
-from ..result import Budget, Cost, Result
+from ..result import Budget, Result
 from ..target import Target
-from .base import Method, chain_rngs, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive_int
 
 
 class LaplaceError(WorkbenchError, ValueError):
@@ -71,15 +70,9 @@ class Laplace(Method):
         if not self.regularize >= 0:
             raise ValueError(f"regularize must be >= 0, got {self.regularize!r}")
 
-    def settings(self) -> dict:
-        s = super().settings()
-        if s.get("init") is not None:
-            s["init"] = np.asarray(s["init"]).tolist()
-        return s
-
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]
-        start_time = time.perf_counter()
+        clock = RunClock()
         x0 = target.initial_point if self.init is None else np.asarray(self.init, dtype=float)
         target.check_point(x0, what="starting point")
         starts = [x0] + [x0 + rng.uniform(-self.start_scale, self.start_scale, target.dim) for _ in range(self.starts)]
@@ -122,16 +115,10 @@ class Laplace(Method):
         approx = Gaussian(mode, 0.5 * (cov + cov.T))
         log_z = logp_mode + 0.5 * target.dim * math.log(2 * math.pi) - 0.5 * float(np.sum(np.log(eig)))
         draws = approx.sample(self.draws, rng)[None]
-        wall = time.perf_counter() - start_time
+        clock.stop()
         messages = [] if best["success"] else [f"L-BFGS-B did not report convergence: {best['message']}"]
-        return Result(
-            method=self.name,
-            target=target.name,
-            draws=draws,
-            cost=Cost(grad_evals=n_grad, logp_evals=n_grad, wall_seconds=wall),
-            param_names=target.param_names,
-            seed=seed,
-            settings=self.settings(),
+        return self.result(
+            target, seed, draws, clock, grad_evals=n_grad,
             approximation=approx,
             log_z=log_z,
             messages=messages,

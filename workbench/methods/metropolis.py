@@ -7,7 +7,6 @@ seed one generator per chain, run the chains on threads and return a Result.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +17,8 @@ from ..mcmc import metropolis as K
 from ..mcmc.mass_adaptation import stan_windows
 from ..result import Budget, Result
 from ..target import Target
-from ._sampling import ChainSampler, assemble, initial_points, sample_chains
-from .base import Method, chain_rngs, check_positive_int
+from .base import Method, check_positive_int
+from .sampling import ChainSampler, start_chains
 
 
 @dataclass(frozen=True)
@@ -43,15 +42,8 @@ class RandomWalkMH(ChainSampler):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        rngs = chain_rngs(seed, self.chains)
-        x0 = initial_points(target, rngs, self.init, self.init_jitter)
-        start = time.perf_counter()
-        kernel = K.random_walk_chain.for_target(target)
-        compile_seconds = time.perf_counter() - start
-        d = target.dim
-        n_warmup = self.warmup
-        n_draws = budget.draws if budget.draws is not None else self.draws
-        n_total = n_warmup + n_draws
+        chains = self.start_chains(K.random_walk_chain, target, seed, budget)
+        d, n_warmup = target.dim, chains.n_warmup
         # a longer terminal buffer than Stan's 50: dual averaging needs a few hundred
         # random-walk steps to settle the scale (50 left it 40% too large at d = 10)
         window_start, windows = (
@@ -59,24 +51,20 @@ class RandomWalkMH(ChainSampler):
         )
         isettings = np.zeros(K.N_RISETTINGS, dtype=np.int64)
         isettings[K.RI_WARMUP] = n_warmup
-        isettings[K.RI_DRAWS] = n_draws
-        isettings[K.RI_GRAD_BUDGET] = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
+        isettings[K.RI_DRAWS] = chains.n_draws
+        isettings[K.RI_GRAD_BUDGET] = chains.grad_budget_per_chain
         isettings[K.RI_WINDOW_START] = window_start
         isettings[K.RI_ADAPT] = int(self.adapt)
         fsettings = np.array([self.scale or 2.38 / math.sqrt(d), self.target_accept])
         sds = np.ones((self.chains, d))
-        run = sample_chains(
-            self, target, n_total, len(K.STAT_NAMES),
-            lambda c, draws, stats, control: kernel(
-                target.logp_grad, target.data, x0[c].copy(), rngs[c], isettings, fsettings,
+        run = chains.sample(
+            lambda c, draws, stats, control: chains.kernel(
+                target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
                 sds[c], windows, draws, stats, control,
             ),
+            len(K.STAT_NAMES),
         )
-        return assemble(
-            self, target, seed, run, K.STAT_NAMES, n_warmup, compile_seconds,
-            {**self.settings(), "draws": n_draws}, budget.grad_evals,
-            info={"scale": [float(s) for s in run.last], "proposal_sd": sds},
-        )
+        return chains.result(run, K.STAT_NAMES, info={"scale": [float(s) for s in run.last], "proposal_sd": sds})
 
 
 @dataclass(frozen=True)
@@ -103,20 +91,12 @@ class IndependenceMH(Method):
         check_positive_int("warmup", self.warmup, minimum=0)
         check_positive_int("draws", self.draws)
 
-    def settings(self) -> dict:
-        s = {k: v for k, v in super().settings().items() if k != "proposal"}
-        s["proposal"] = type(self.proposal).__name__
-        return s
-
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        rngs = chain_rngs(seed, self.chains)
-        start = time.perf_counter()
-        kernel = K.independence_chain.for_target(target)
-        compile_seconds = time.perf_counter() - start
-        d = target.dim
-        n_total = self.warmup + (budget.draws if budget.draws is not None else self.draws)
+        chains = start_chains(self, K.independence_chain, target, seed, budget)
+        n_total, d = chains.n_total, target.dim
+        # every proposal is drawn up front; the chain starts at one more draw from q
         proposals, logq, x0, logq0 = [], [], np.empty((self.chains, d)), np.empty(self.chains)
-        for c, rng in enumerate(rngs):
+        for c, rng in enumerate(chains.rngs):
             y = draw_from(self.proposal, n_total + 1, rng, d)
             lq = np.ascontiguousarray(np.asarray(self.proposal.logpdf(y), dtype=float).reshape(-1))
             if not np.all(np.isfinite(lq)):
@@ -125,16 +105,12 @@ class IndependenceMH(Method):
             x0[c], logq0[c] = y[0], lq[0]
             proposals.append(y[1:])
             logq.append(lq[1:])
-        per_chain_budget = -1 if budget.grad_evals is None else max(1, budget.grad_evals // self.chains)
-        run = sample_chains(
-            self, target, n_total, len(K.STAT_NAMES),
-            lambda c, draws, stats, control: kernel(
-                target.logp_grad, target.data, x0[c].copy(), float(logq0[c]), rngs[c],
-                proposals[c], logq[c], per_chain_budget, draws, stats, control,
+        run = chains.sample(
+            lambda c, draws, stats, control: chains.kernel(
+                target.logp_grad, target.data, x0[c].copy(), float(logq0[c]), chains.rngs[c],
+                proposals[c], logq[c], chains.grad_budget_per_chain, draws, stats, control,
             ),
+            len(K.STAT_NAMES),
         )
         keep = [0, 1, 3]  # no step size for an independence sampler
-        return assemble(
-            self, target, seed, run, [K.STAT_NAMES[k] for k in keep], self.warmup, compile_seconds,
-            {**self.settings(), "draws": n_total - self.warmup}, budget.grad_evals, stat_columns=keep,
-        )
+        return chains.result(run, [K.STAT_NAMES[k] for k in keep], stat_columns=keep)

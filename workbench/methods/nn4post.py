@@ -7,7 +7,6 @@ here, so studies can ablate it.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,13 +15,13 @@ import numpy as np
 from .. import modes as M
 from ..approximations import GaussianMixture
 from ..errors import WorkbenchError
-from ..result import Budget, Cost, Result
+from ..jit import C_STOP, logp_grad_batch_signature
+from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
-from ._sampling import run_chains
 from .importance import compute_log_ratios, pareto_khat
-from .base import Method, chain_rngs, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads
 
 INITS = ("modes", "box")
 PARETO_K_GOOD = 0.7
@@ -373,14 +372,6 @@ class NN4Post(Method):
         if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
 
-    def settings(self) -> dict:
-        s = super().settings()
-        s["init_from"] = (self.init_from if isinstance(self.init_from, dict) or self.init_from is None
-                          else type(self.init_from).__name__)
-        if s.get("init_weights") is not None:
-            s["init_weights"] = np.asarray(s["init_weights"]).tolist()
-        return s
-
     def _initial_parameters(self, target: Target, rng, search: M.ModeSearch | None):
         """The flat start [a, mu, zeta] and the per-parameter step scales (1 but for the means)."""
         k, d = self.n_components, target.dim
@@ -478,9 +469,8 @@ class NN4Post(Method):
         steps = budget.steps if budget.steps is not None else self.steps
         if steps is None and budget.grad_evals is None:
             steps = DEFAULT_STEPS
-        search_start = time.perf_counter()
+        clock = RunClock()
         search = self._search(target, seed, budget)
-        search_seconds = time.perf_counter() - search_start
         search_grads = 0 if search is None else search.grad_evals
         fit_budget = None if budget.grad_evals is None else (budget.grad_evals - search_grads) // n_fits
         if fit_budget is not None:
@@ -490,15 +480,12 @@ class NN4Post(Method):
         rngs = chain_rngs(seed, self.restarts)
         starts = [self._initial_parameters(target, rng, search) for rng in rngs]
         params = [p for p, _ in starts]
-        start = time.perf_counter()
-        kernel = F.fit_kernel.for_target(target)
+        kernel = clock.compile(F.fit_kernel, target)
         batch_fn = target.logp_grad_batch
         if batch_fn is None:
-            from ..jit import logp_grad_batch_signature
-
-            F.no_batch_form.compile(logp_grad_batch_signature(target.data_type))
+            with clock.compiling():
+                F.no_batch_form.compile(logp_grad_batch_signature(target.data_type))
             batch_fn = F.no_batch_form
-        compile_seconds = time.perf_counter() - start
 
         isettings = np.zeros(F.N_ISETTINGS, dtype=np.int64)
         isettings[F.I_K] = k
@@ -539,7 +526,7 @@ class NN4Post(Method):
             state = F.new_state(params[i].size)
             adapter = _ComponentAdapter(self, target, rngs[i]) if adapt else None
             t, n_grad, status, moves = 0, 0, F.STATUS_STEPS, []
-            while t < steps and controls[i, 0] == 0:
+            while t < steps and controls[i, C_STOP] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
                 settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
                 t, n, status, _ = kernel(target.logp_grad, batch_fn, target.data, params[i], rngs[i], settings,
@@ -554,18 +541,16 @@ class NN4Post(Method):
                 for move in adapter.moves[len(moves):]:
                     moves_trace[i, move["step"] - 1] += move["kind"] == "moved"
                 moves = list(adapter.moves)
-            if controls[i, 0] != 0 and status == F.STATUS_STEPS and t < steps:
+            if controls[i, C_STOP] != 0 and status == F.STATUS_STEPS and t < steps:
                 status = F.STATUS_STOPPED
             return t, n_grad, status, moves
 
-        start = time.perf_counter()
-        outputs, interrupted = run_chains(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
-        wall = time.perf_counter() - start + search_seconds
+        outputs, interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
+        clock.stop()
         best = self._best_fit(outputs, traces)
         done, _, status, moves = outputs[best]
         n_grad = search_grads + sum(int(out[1]) for out in outputs)
-        result = self._result(target, seed, params[best], traces[best, :done], n_grad, wall, compile_seconds, status,
-                              rngs[best])
+        result = self._result(target, seed, params[best], traces[best, :done], n_grad, clock, status, rngs[best])
         result.stats["component_moves"] = moves_trace[best, :done].copy()
         if search is not None:
             result.info["mode_search"] = {
@@ -612,7 +597,7 @@ class NN4Post(Method):
         finite = [s if math.isfinite(s) else -math.inf for s in scores]
         return int(np.argmax(finite)) if any(math.isfinite(s) for s in finite) else 0
 
-    def _result(self, target, seed, params, traces, n_grad, wall, compile_seconds, status, rng) -> Result:
+    def _result(self, target, seed, params, traces, n_grad, clock, status, rng) -> Result:
         k, d = self.n_components, target.dim
         a = params[:k]
         r_final = traces[-1, 1] if len(traces) else self.r
@@ -648,16 +633,10 @@ class NN4Post(Method):
                 f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
                 "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
             )
-        return Result(
-            method=self.name,
-            target=target.name,
-            draws=draws,
+        return self.result(
+            target, seed, draws, clock,
             # the k-hat diagnostic's densities at the draws are counted as density evaluations only
-            cost=Cost(grad_evals=int(n_grad), logp_evals=int(n_grad) + pooled.shape[0], wall_seconds=wall,
-                      compile_seconds=compile_seconds),
-            param_names=target.param_names,
-            seed=seed,
-            settings=self.settings(),
+            grad_evals=n_grad, logp_evals=int(n_grad) + pooled.shape[0],
             approximation=approx,
             # -ELBO >= -log Z: the ELBO (mean of the last window) is a lower bound on log Z
             log_z=float(np.mean(tail)) if len(tail) else None,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import integrate, stats
 
+from ..jit import jit
 from ..errors import TargetError
 from ..numerics import LOG_2PI
 from ..target import Target, Truth
@@ -25,7 +25,7 @@ from ..target import Target, Truth
 X1_SD = 10.0
 
 
-@njit(cache=True)
+@jit
 def banana_logp_grad(theta, grad_out, data):
     """log N(phi_b(theta); 0, diag(100, 1, ..)); data = (array([b]),)."""
     b = data[0][0]

@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from ..jit import jit
 from ..errors import TargetError
-from ..numerics import LOG_2PI, NUMPY_ERRORS
+from ..numerics import LOG_2PI
 from ..target import Target
 
 
-@njit(cache=True)
+@jit
 def _n_units(sizes):
     total = 0
     for s in sizes:
@@ -31,7 +31,7 @@ def _n_units(sizes):
     return total
 
 
-@njit(cache=True, inline="always")
+@jit(inline=True)
 def _forward(theta, x_row, sizes, acts):
     """Fills acts (all layers' outputs, input first) for one input row; returns f(x)."""
     n_layers = sizes.size - 1
@@ -54,7 +54,7 @@ def _forward(theta, x_row, sizes, acts):
     return acts[a_in]
 
 
-@njit(cache=True, inline="always")
+@jit(inline=True)
 def _backward(theta, grad_out, sizes, acts, deltas, delta_out):
     """Adds delta_out x d f / d theta to grad_out by backpropagation through the layers."""
     n_layers = sizes.size - 1
@@ -83,7 +83,7 @@ def _backward(theta, grad_out, sizes, acts, deltas, delta_out):
         p_end = p
 
 
-@njit(cache=True)
+@jit
 def _prior(theta, grad_out, inv_prior_var):
     s = 0.0
     for j in range(theta.size):
@@ -92,7 +92,7 @@ def _prior(theta, grad_out, inv_prior_var):
     return -0.5 * s * inv_prior_var - 0.5 * theta.size * (LOG_2PI - math.log(inv_prior_var))
 
 
-@njit(cache=True, inline="always", **NUMPY_ERRORS)
+@jit(inline=True)
 def _row(theta, grad_out, X, y, inv_sigma, row_const, sizes, i, scale, acts, deltas):
     """Row i's log-likelihood, times scale, with its gradient added to grad_out."""
     f = _forward(theta, X[i], sizes, acts)
@@ -101,7 +101,7 @@ def _row(theta, grad_out, X, y, inv_sigma, row_const, sizes, i, scale, acts, del
     return scale * (row_const[i] - 0.5 * r * r)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def bnn_logp_grad(theta, grad_out, data):
     """Eq. 20 with the whole data set; data as :func:`bnn_data` lays it out."""
     X, y, inv_sigma, row_const, sizes, params = data
@@ -114,7 +114,7 @@ def bnn_logp_grad(theta, grad_out, data):
     return lp
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def bnn_logp_grad_batch(theta, grad_out, data, rows, scale):
     """Eq. 19-20 on a mini-batch: scale x log-likelihood of rows + log prior."""
     X, y, inv_sigma, row_const, sizes, params = data
@@ -139,7 +139,7 @@ def layer_sizes(target) -> np.ndarray:
     return target.data[4]
 
 
-@njit(cache=True)
+@jit
 def bnn_predict(theta, X, sizes):
     """f(x_i; theta) for every row of X (the network's output, for predictive checks)."""
     acts = np.empty(_n_units(sizes))

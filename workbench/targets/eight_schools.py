@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
 
@@ -28,7 +28,7 @@ MU_SD = 5.0
 TAU_SCALE = 5.0
 
 
-@njit(cache=True)
+@jit
 def _hyperprior(mu, log_tau, grad_out):
     """log N(mu; 0, 5^2) + log HalfCauchy(tau; 5) + log tau (the Jacobian); writes grad_out[0:2]."""
     tau = math.exp(log_tau)
@@ -39,7 +39,7 @@ def _hyperprior(mu, log_tau, grad_out):
             + math.log(2.0 / (math.pi * TAU_SCALE)) - math.log1p(ratio) + log_tau)
 
 
-@njit(cache=True)
+@jit
 def eight_schools_noncentered_logp_grad(theta, grad_out, data):
     """theta = (mu, log tau, eta_1..J); y_j ~ N(mu + tau eta_j, sigma_j), eta_j ~ N(0, 1)."""
     y, sigma = data
@@ -57,7 +57,7 @@ def eight_schools_noncentered_logp_grad(theta, grad_out, data):
     return lp
 
 
-@njit(cache=True)
+@jit
 def eight_schools_centered_logp_grad(theta, grad_out, data):
     """theta = (mu, log tau, theta_1..J); theta_j ~ N(mu, tau^2), y_j ~ N(theta_j, sigma_j)."""
     y, sigma = data

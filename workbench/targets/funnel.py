@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import special, stats
 
+from ..jit import jit
 from ..errors import TargetError
 from ..numerics import LOG_2PI
 from ..target import Target, Truth
@@ -24,7 +24,7 @@ from ..target import Target, Truth
 V_SD = 3.0
 
 
-@njit(cache=True)
+@jit
 def funnel_logp_grad(theta, grad_out, data):
     """log N(v; 0, 9) + sum_k log N(x_k; 0, e^v), normalised; data is ()."""
     v = theta[0]

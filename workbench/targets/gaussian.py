@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import stats
 
+from ..jit import jit
 from ..errors import TargetError
 from ..target import Target, Truth
 
 
-@njit(cache=True)
+@jit
 def gaussian_logp_grad(theta, grad_out, data):
     """-1/2 (x - m)^T Sigma^-1 (x - m), Sigma = D R D; data = (mean, inv_scales, (c, 1/(1-rho)))."""
     mean, inv_scales, corr = data

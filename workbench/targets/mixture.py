@@ -14,15 +14,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import stats
 
+from ..jit import jit
 from ..errors import TargetError
 from ..numerics import LOG_2PI
 from ..target import Target, Truth
 
 
-@njit(cache=True)
+@jit
 def mixture_logp_grad(theta, grad_out, data):
     """log sum_k w_k N(theta; mu_k, diag s_k^2); data = (log_w, means (K,d), inv_scales (K,d), log_norm (K,)).
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import linalg, stats
 
+from ..jit import jit
 from ..errors import TargetError
-from ..numerics import LOG_2PI, log1pexp, sigmoid
+from ..numerics import log1pexp, LOG_2PI, sigmoid
 from ..target import Target, Truth
 from . import datasets
 
@@ -33,7 +33,7 @@ from . import datasets
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@jit
 def _gaussian_prior(theta, grad_out, inv_prior_var):
     """log N(theta; 0, tau^2 I) into grad_out (overwrites) and its value."""
     p = theta.size
@@ -44,7 +44,7 @@ def _gaussian_prior(theta, grad_out, inv_prior_var):
     return -0.5 * s * inv_prior_var - 0.5 * p * (LOG_2PI - math.log(inv_prior_var))
 
 
-@njit(cache=True)
+@jit
 def _linear_loglik_row(theta, grad_out, X, y, i, inv_noise_var, scale):
     """Adds scale x d/dtheta log N(y_i; x_i theta, sigma^2) to grad_out; returns scale x value."""
     p = theta.size
@@ -58,7 +58,7 @@ def _linear_loglik_row(theta, grad_out, X, y, i, inv_noise_var, scale):
     return scale * (-0.5 * r * r * inv_noise_var - 0.5 * (LOG_2PI - math.log(inv_noise_var)))
 
 
-@njit(cache=True)
+@jit
 def linear_regression_logp_grad(theta, grad_out, data):
     """log p(y | X, theta) + log p(theta) for Gaussian noise and prior."""
     X, y, params = data
@@ -68,7 +68,7 @@ def linear_regression_logp_grad(theta, grad_out, data):
     return lp
 
 
-@njit(cache=True)
+@jit
 def linear_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     """scale x log-likelihood of the rows + log prior (eq. 19-20)."""
     X, y, params = data
@@ -78,7 +78,7 @@ def linear_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     return lp
 
 
-@njit(cache=True)
+@jit
 def _logistic_loglik_row(theta, grad_out, X, y, i, scale):
     """Adds scale x d/dtheta log Bernoulli(y_i; sigmoid(x_i theta)); returns scale x value."""
     p = theta.size
@@ -92,7 +92,7 @@ def _logistic_loglik_row(theta, grad_out, X, y, i, scale):
     return scale * (y[i] * eta - log1pexp(eta))
 
 
-@njit(cache=True)
+@jit
 def logistic_regression_logp_grad(theta, grad_out, data):
     """Bernoulli-logit log-likelihood + Gaussian log prior."""
     X, y, params = data
@@ -102,7 +102,7 @@ def logistic_regression_logp_grad(theta, grad_out, data):
     return lp
 
 
-@njit(cache=True)
+@jit
 def logistic_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     """scale x log-likelihood of the rows + log prior (eq. 19)."""
     X, y, params = data

@@ -41,10 +41,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-from ..jit import NO_NRT
-from ..numerics import LOG_2PI, NUMPY_ERRORS, REASSOC
+from ..jit import jit
+from ..numerics import LOG_2PI
 
 GAUGE_NONE, GAUGE_MEAN_GRAD, GAUGE_FIX_C = 0, 1, 2
 GAUGES = {"none": GAUGE_NONE, "mean_grad": GAUGE_MEAN_GRAD, "fix_c": GAUGE_FIX_C}
@@ -57,7 +56,7 @@ N_SHAPE = 4
 THETA, GRAD_P, GRAD_Q = range(3)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def mixture_weights(a, r, gauge, c_floor, c, log_c):
     """c = softmax(r (a - mean a)) (or softmax(r a)), floored at ``c_floor`` when it is > 0."""
     k = a.size
@@ -84,7 +83,7 @@ def mixture_weights(a, r, gauge, c_floor, c, log_c):
             log_c[i] = math.log(c_floor)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def scales(zeta, sigma, inv_sigma, dsigma, log_norm):
     """sigma = softplus(zeta) (eq. 3), 1 / sigma, d sigma / d zeta = sigmoid(zeta), and each
     component's log normaliser -sum_alpha log sigma - d/2 log 2 pi.
@@ -116,7 +115,7 @@ def scales(zeta, sigma, inv_sigma, dsigma, log_norm):
         log_norm[i] = -(sum_log + math.log(product)) - 0.5 * d * LOG_2PI
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def component_log_densities(theta, mu, inv_sigma, log_norm, out):
     """out[j] = log prod_alpha N(theta_alpha; mu_j_alpha, sigma_j_alpha)."""
     k, d = mu.shape
@@ -128,7 +127,7 @@ def component_log_densities(theta, mu, inv_sigma, log_norm, out):
         out[j] = log_norm[j] - 0.5 * s
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def _explicit_terms(theta, mu_j, inv_sigma_j, resp, w, g_q, grad_mu_j, grad_sigma_j):
     """Component j's terms of one draw: -r_j u_j / sigma_j into g_q, and the explicit
     dependence of log q on (mu_j, sigma_j), weighted by w = c_i r_j / S."""
@@ -140,7 +139,7 @@ def _explicit_terms(theta, mu_j, inv_sigma_j, resp, w, g_q, grad_mu_j, grad_sigm
         grad_sigma_j[a] += w * (u * u - 1.0) * inv_sigma_j[a]
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def _pathwise_terms(coef, g_p, g_q, eta_s, grad_mu_i, grad_sigma_i):
     """The draw's own component i: theta = sigma_i eta + mu_i moves with (mu_i, sigma_i);
     coef = -c_i / S."""
@@ -150,7 +149,7 @@ def _pathwise_terms(coef, g_p, g_q, eta_s, grad_mu_i, grad_sigma_i):
         grad_sigma_i[a] += coef * diff * eta_s[a]
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def _single_gaussian_draw(c0, eta_s, lp, inv_s, log_norm0, inv_sigma0, g_p, grad_mu0, grad_sigma0):
     """One draw of a one-component q (mean-field VI, Bayes by Backprop), exact entropy.
 
@@ -167,7 +166,7 @@ def _single_gaussian_draw(c0, eta_s, lp, inv_s, log_norm0, inv_sigma0, g_p, grad
     return lp - (log_norm0 - 0.5 * sum_sq)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def accumulate_draw(i, eta_s, lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu):
     """Adds one draw's terms (component i, weight 1/S = inv_s, log p = lp with its gradient in
     work[GRAD_P]) to the loss and gradients. Returns the draw's contribution to the loss."""
@@ -208,7 +207,7 @@ def accumulate_draw(i, eta_s, lp, inv_s, mu, exact_entropy, work, comp, shape, g
     return -c[i] * f * inv_s
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta):
     """Adds the lower-bound entropy terms, chains sigma -> zeta and c -> a; returns the entropy part of L."""
     k, d = shape.shape[1], shape.shape[2]
@@ -234,7 +233,7 @@ def finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta):
     return extra
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu):
     """Weights and scales for this step's parameters; gradients (and grad log q) zeroed."""
     work[GRAD_Q, :] = 0.0  # the lower bound never writes it; the exact entropy resets it per draw
@@ -245,14 +244,14 @@ def begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu):
     shape[GRAD_SIGMA, :, :] = 0.0
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def _draw_theta(sigma_i, eta_s, mu_i, theta):
     """theta = sigma_i eta + mu_i (eq. 14-16)."""
     for j in range(theta.size):
         theta[j] = sigma_i[j] * eta_s[j] + mu_i[j]
 
 
-@njit(cache=True, **NO_NRT, **NUMPY_ERRORS)
+@jit(nrt=False)
 def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact_entropy,
                       work, comp, shape, grad_a, grad_mu, grad_zeta):
     """The Monte Carlo loss L and its exact gradient for the draws ``eta`` (K, S, d).
@@ -278,7 +277,7 @@ def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exac
     return loss, n_grad, bad
 
 
-@njit(cache=True, **NO_NRT, **NUMPY_ERRORS)
+@jit(nrt=False)
 def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta, r, gauge, c_floor,
                             exact_entropy, work, comp, shape, grad_a, grad_mu, grad_zeta):
     """As :func:`loss_and_gradient` with the mini-batch form scale x loglik(rows) + log prior (eq. 19-20)."""

@@ -38,7 +38,7 @@ switches this off). A plateau reached while the learning rate is still above its
 lr x lr_final is the noise floor of that rate, not the optimum: the rate is then annealed
 geometrically to its final value over ``patience`` windows, and the fit stops after them
 (with lr_final = 1 it stops at once). It also stops at a non-finite loss or parameter, keeping the last finite
-parameters (status NONFINITE); or when the caller sets control[0].
+parameters (status NONFINITE); or when the caller sets control[C_STOP].
 """
 
 from __future__ import annotations
@@ -46,10 +46,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
 
-from ..jit import VEC, target_kernel
-from ..numerics import NUMPY_ERRORS
+from ..jit import CHAIN_RETURN, C_PROGRESS, C_STOP, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
@@ -70,7 +68,7 @@ TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_
 STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def rescale_factor(t, steps, dynamic, r, r_start, warm, ramp):
     """r_t: constant r, or r_start for warm x steps, then linear to 1 over ramp x steps."""
     if not dynamic:
@@ -82,7 +80,7 @@ def rescale_factor(t, steps, dynamic, r, r_start, warm, ramp):
     return min(1.0, r_start + (1.0 - r_start) * (t - start) / length)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def _norm(x):
     s = 0.0
     for v in x:
@@ -141,7 +139,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
     lr_end = fsettings[F_LR] * fsettings[F_LR_FINAL]
     anneal_steps = max(patience * window, 1)
     for t in range(t_start, isettings[I_T_STOP]):
-        if control[0] != 0:
+        if control[C_STOP] != 0:
             status = STATUS_STOPPED
             break
         if budget >= 0 and n_grad + k * n_s > budget:
@@ -236,7 +234,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         traces[t, 5] = _norm(grads[k : k + k * d])
         traces[t, 6] = _norm(grads[k + k * d :])
         done = t + 1
-        control[1] = done
+        control[C_PROGRESS] = done
         if tol > 0.0 and window > 0:
             window_sum += -loss
             if done % window == 0:
@@ -262,17 +260,13 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
 
 
 fit_kernel = target_kernel(
-    lambda t: types.Tuple((types.int64, types.int64, types.int64, types.float64))(
-        t.logp_grad, t.logp_grad_batch, t.data, VEC,
-        types.NumPyRandomGeneratorType("NumPyRandomGeneratorType"),
-        types.int64[::1], VEC, VEC, VEC, types.float64[:, ::1], types.int64[::1],
+    lambda t: CHAIN_RETURN(
+        t.logp_grad, t.logp_grad_batch, t.data, VEC, RNG, INDEX, VEC, VEC, VEC, MATRIX, INDEX,
     ),
-    nogil=True,
-    **NUMPY_ERRORS,
 )(_fit)
 
 
-@njit(cache=True, **NUMPY_ERRORS)
+@jit
 def no_batch_form(theta, grad_out, data, rows, scale):
     """Stands in for logp_grad_batch on targets without one (never called: batch = 0)."""
     for i in range(theta.size):

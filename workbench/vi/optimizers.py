@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
-from ..numerics import NUMPY_ERRORS, REASSOC
+from ..jit import jit
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def adam_step(params, previous, grads, m1, m2, scale, start, stop, t, lr, beta1, beta2, eps, factor):
     """Adam's update at (0-based) iteration t for params[start:stop], steps times scale[p]."""
     lr_1 = factor * lr / (1.0 - beta1 ** (t + 1))  # lr over the first moment's bias correction
@@ -30,7 +28,7 @@ def adam_step(params, previous, grads, m1, m2, scale, start, stop, t, lr, beta1,
         params[p] -= lr_1 * scale[p] * m1[p] / (math.sqrt(m2[p] * inv_bias2) + eps)
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def gradient_descent_step(params, previous, grads, scale, start, stop, lr):
     """params[start:stop] -= lr scale grads[start:stop] (the paper's optimiser)."""
     for p in range(start, stop):
@@ -38,7 +36,7 @@ def gradient_descent_step(params, previous, grads, scale, start, stop, lr):
         params[p] -= lr * scale[p] * grads[p]
 
 
-@njit(cache=True, fastmath=REASSOC, **NUMPY_ERRORS)
+@jit(fastmath=True)
 def all_finite(x):
     """True if no entry of x is NaN or infinite (x * 0 is NaN exactly for those)."""
     s = 0.0

@@ -1,0 +1,214 @@
+"""What the MCMC samplers share: their common settings, starting points, and the template
+that runs one compiled kernel per chain on threads and cuts its output into a Result.
+
+A chain sampler's ``_run`` is three steps (see ``hmc.py``, ``metropolis.py``, and the toy
+method in ``docs/architecture.md``)::
+
+    chains = self.start_chains(kernel, target, seed, budget)      # rngs, starts, compiled kernel
+    run = chains.sample(lambda c, draws, stats, control: chains.kernel(...), len(STAT_NAMES))
+    return chains.result(run, STAT_NAMES, info={...})             # warmup apart, diagnostics, messages
+
+The kernel runs one whole chain without leaving Numba: it writes its draws and per-draw
+statistics into the rows it is given, polls ``control`` (``jit.C_STOP``, ``jit.C_PROGRESS``)
+and returns ``jit.CHAIN_RETURN``: (iterations done, gradient evaluations, of which in warmup,
+one float of its choice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ..diagnostics import chain_diagnostics, health_messages
+from ..errors import NonFiniteDensityError, format_point
+from ..result import Budget, Result
+from ..target import Target
+from .base import Method, RunClock, chain_rngs, check_positive_int, per_task_budget, run_in_threads
+
+
+def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.ndarray:
+    """One starting point per chain, each checked to have a finite density and gradient.
+
+    ``init`` may be None (the target's initial point plus uniform(-jitter, jitter) noise,
+    as Stan does, redrawn up to 100 times where the density is not finite), one point
+    (d,) for all chains, or (chains, d).
+    """
+    chains = len(rngs)
+    if init is not None:
+        x = np.array(init, dtype=float)
+        if x.shape == (target.dim,):
+            x = np.tile(x, (chains, 1))
+        if x.shape != (chains, target.dim):
+            raise ValueError(f"init must have shape ({target.dim},) or ({chains}, {target.dim}), got {x.shape}")
+        for c in range(chains):
+            target.check_point(x[c], what=f"starting point of chain {c}")
+        return x
+    out = np.empty((chains, target.dim))
+    for c, rng in enumerate(rngs):
+        last_error = None
+        for _ in range(100):
+            x = target.initial_point + (rng.uniform(-jitter, jitter, target.dim) if jitter > 0 else 0.0)
+            try:
+                target.check_point(x, what=f"starting point of chain {c}")
+            except NonFiniteDensityError as exc:
+                last_error = exc
+                continue
+            out[c] = x
+            break
+        else:
+            raise NonFiniteDensityError(
+                f"no finite starting point found for chain {c} in 100 tries around "
+                f"{format_point(target.initial_point)}; give init=... explicitly. Last: {last_error}",
+                last_error.point,
+                last_error.logp,
+            )
+    return out
+
+
+class ChainRun(NamedTuple):
+    """Outputs of all chains of one run, stacked: (chains, iterations, ...) arrays."""
+
+    draws: np.ndarray
+    stats: np.ndarray
+    done: np.ndarray  # iterations completed per chain (warmup included)
+    evals: np.ndarray  # gradient (logp_grad) evaluations per chain
+    warmup_evals: np.ndarray
+    last: list  # each kernel's fourth return value (final step size, scale, ...)
+    interrupted: bool
+
+
+@dataclass
+class Chains:
+    """One run of a chain sampler, set up: what its kernel calls need and what the result
+    is cut from. Built by :func:`start_chains`."""
+
+    method: Method
+    target: Target
+    seed: int
+    budget: Budget
+    clock: RunClock
+    kernel: Callable  # the compiled kernel for this target's data layout
+    rngs: list  # one np.random.Generator per chain
+    x0: np.ndarray | None  # (chains, d) starting points
+    n_warmup: int
+    n_draws: int
+
+    @property
+    def n_total(self) -> int:
+        return self.n_warmup + self.n_draws
+
+    @property
+    def grad_budget_per_chain(self) -> int:
+        """The kernels' per-chain gradient budget (-1: none)."""
+        return per_task_budget(self.budget, len(self.rngs))
+
+    def sample(self, call: Callable, n_stats: int) -> ChainRun:
+        """Allocate the outputs and run ``call(chain, draws, stats, control)`` for every chain
+        on threads; ``call`` runs one chain's kernel into its (n_total, d) draws and
+        (n_total, n_stats) statistics and returns the kernel's ``CHAIN_RETURN`` tuple."""
+        chains, d = len(self.rngs), self.target.dim
+        draws = np.zeros((chains, self.n_total, d))
+        stats = np.zeros((chains, self.n_total, n_stats))
+        controls = np.zeros((chains, 2), dtype=np.int64)
+        outputs, interrupted = run_in_threads(
+            lambda c: call(c, draws[c], stats[c], controls[c]),
+            controls,
+            self.n_total,
+            getattr(self.method, "progress", None),
+            f"{self.method.name} on {self.target.name}",
+            getattr(self.method, "threads", None),
+        )
+        self.clock.stop()
+        return ChainRun(
+            draws, stats,
+            np.array([o[0] for o in outputs]), np.array([o[1] for o in outputs]),
+            np.array([o[2] for o in outputs]), [o[3] for o in outputs],
+            interrupted,
+        )
+
+    def result(self, run: ChainRun, stat_names, *, stat_columns=None, info: dict | None = None) -> Result:
+        """Cut the run into warmup and equal-length draws, check its health (ArviZ's R-hat,
+        ESS, divergences, tree depth, E-BFMI: ``diagnostics.py``) and build the Result."""
+        draws, done, n_warmup = run.draws, run.done, self.n_warmup
+        stats = run.stats if stat_columns is None else run.stats[..., stat_columns]
+        kept = int(max(0, done.min() - n_warmup))
+        messages = []
+        if run.interrupted:
+            messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
+        if self.budget.grad_evals is not None and not run.interrupted and (done < draws.shape[1]).any():
+            messages.append(
+                f"gradient budget {self.budget.grad_evals} spent: {kept} draws per chain "
+                f"(chains reached {done.min()}..{done.max()} of {draws.shape[1]} iterations incl. warmup)"
+            )
+        if (done.max() - done.min()) > 0 and kept > 0:
+            messages.append(f"chains cut to the shortest one's {kept} draws")
+        window = slice(n_warmup, n_warmup + kept)
+        stat_dict = {
+            name: (stats[:, window, k] != 0) if name == "diverging" else stats[:, window, k]
+            for k, name in enumerate(stat_names)
+        }
+        for name in ("tree_depth", "n_steps"):
+            if name in stat_dict:
+                stat_dict[name] = stat_dict[name].astype(np.int64)
+        kept_draws = draws[:, window]
+        diagnostics = chain_diagnostics(kept_draws, stat_dict, getattr(self.method, "max_depth", None))
+        messages += health_messages(diagnostics)
+        return self.method.result(
+            self.target, self.seed, kept_draws.copy(), self.clock,
+            grad_evals=int(run.evals.sum()),
+            warmup_grad_evals=int(run.warmup_evals.sum()),
+            settings={**self.method.settings(), "draws": self.n_draws},
+            stats=stat_dict,
+            warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
+            messages=messages,
+            info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(),
+                  "diagnostics": diagnostics._asdict(), **(info or {})},
+        )
+
+
+def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budget, x0=None) -> Chains:
+    """Set up a run of ``method`` (which has ``chains``, ``warmup`` and ``draws``): one
+    generator per chain, the kernel compiled (timed apart), the draws the budget asks for.
+    ``x0``: the starting points, or None to set them later."""
+    clock = RunClock()
+    rngs = chain_rngs(seed, method.chains)
+    return Chains(
+        method=method, target=target, seed=seed, budget=budget, clock=clock,
+        kernel=clock.compile(kernel, target), rngs=rngs, x0=x0,
+        n_warmup=method.warmup, n_draws=budget.draws if budget.draws is not None else method.draws,
+    )
+
+
+@dataclass(frozen=True)
+class ChainSampler(Method):
+    """Settings every MCMC sampler shares (same names across methods, DESIGN.md).
+
+    ``init``: None (the target's initial point jittered by uniform(-init_jitter,
+    init_jitter) per chain), one point (d,), or (chains, d). ``progress``: None shows a
+    bar on a terminal only. ``threads``: default one per chain up to the number of cores.
+    """
+
+    chains: int = 4
+    warmup: int = 1000
+    draws: int = 1000
+    init: Any = None
+    init_jitter: float = 2.0
+    progress: bool | None = None
+    threads: int | None = None
+
+    def __post_init__(self):
+        check_positive_int("chains", self.chains)
+        check_positive_int("warmup", self.warmup, minimum=0)
+        check_positive_int("draws", self.draws)
+        if not self.init_jitter >= 0:
+            raise ValueError(f"init_jitter must be >= 0, got {self.init_jitter!r}")
+        if self.threads is not None:
+            check_positive_int("threads", self.threads)
+
+    def start_chains(self, kernel, target: Target, seed: int, budget: Budget) -> Chains:
+        """:func:`start_chains` with the starting points from ``init`` / ``init_jitter``."""
+        chains = start_chains(self, kernel, target, seed, budget)
+        chains.x0 = initial_points(target, chains.rngs, self.init, self.init_jitter)
+        return chains
