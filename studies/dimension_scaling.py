@@ -28,7 +28,7 @@ from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study.analysis import loglog_slope, optimal_acceptance, r1_exact, r1_monte_carlo, r1_normal
 from workbench.study.style import method_style, method_styles
 
-EXTRA = "workbench.study.extras:chain_scaling"
+EXTRA = "chain_scaling"
 MAX_FLOATS = 20_000_000  # draws kept per run x d (160 MB): at high d the samplers keep fewer draws
 ESS_GOAL = 100  # "a fixed accuracy": Monte Carlo error of sd / sqrt(100) = 0.1 sd
 SWEEP_ELL = np.geomspace(1.0, 5.0, 13)  # random-walk scale l / sqrt(d); theory peaks at l = 2.38

@@ -42,12 +42,12 @@ def grid(quick: bool) -> list[Cell]:
     quiet = {"progress": False}
     cells = []
     for label, spec in TARGETS:
-        extra = "workbench.study.extras:" + ("marginal_transfer" if label.startswith("mixture") else "marginal_accuracy")
+        extra = ("marginal_transfer" if label.startswith("mixture") else "marginal_accuracy")
         methods = [
             ("NN4Post", {"method": "NN4Post", "draws": draws, "converge_tol": 0, **NN4POST[label], **quiet}, extra),
             ("NUTS", {"method": "NUTS", "chains": 4, "warmup": 300 if quick else 1000, "draws": draws // 4, **quiet},
-             "workbench.study.extras:marginal_accuracy"),
-            ("IS", {"method": "ImportanceSampling", "n": draws}, "workbench.study.extras:marginal_accuracy"),
+             "marginal_accuracy"),
+            ("IS", {"method": "ImportanceSampling", "n": draws}, "marginal_accuracy"),
         ]
         for seed in seeds:
             for name, method, fn in methods:

@@ -37,7 +37,7 @@ def grid(quick: bool) -> list[Cell]:
             for seed in seeds:
                 cells.append(Cell(TARGET, method, seed, labels={"method": "with N_D/N_m" if factor else "without",
                                                                  "batch": b, "N_D/N_m": N_DATA / b},
-                                  extra="workbench.study.extras:posterior_sd_ratios"))
+                                  extra="posterior_sd_ratios"))
     return cells
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study.style import method_colours
 
-EXTRA = "workbench.study.extras:vi_ablation"
+EXTRA = "vi_ablation"
 LN2 = math.log(2.0)
 BASE = "baseline (gauge c(a - mean a))"
 GOAL_FACTOR = 2.0  # "converged": the loss stays below twice the baseline's final KL (median over seeds)

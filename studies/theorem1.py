@@ -24,7 +24,7 @@ import pandas as pd
 from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study.analysis import loglog_slope
 
-EXTRA = "workbench.study.extras:theorem1_quantities"
+EXTRA = "theorem1_quantities"
 TARGETS = [
     ("linear regression", {"factory": "linear_regression", "dataset": "synthetic", "n_data": 200, "dim": 5,
                            "noise_sd": 1.0, "prior_sd": 10.0, "seed": 0}),

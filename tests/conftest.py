@@ -1,6 +1,10 @@
 import os
 
+import tempfile
+
 os.environ.setdefault("MPLBACKEND", "Agg")  # headless: figures render to files only
+# reference posteriors built by tests go to a fresh folder, never to the user's cache
+os.environ["WORKBENCH_CACHE"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 
 import pytest
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import approximations, methods, metrics, targets
+from .references import Reference, reference
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
 from .result import Budget, Cost, Result
 from .target import GradientCheck, Target, Truth, check_gradient
@@ -22,6 +23,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "Budget",
+    "Reference",
     "Cost",
     "GradientCheck",
     "NonFiniteDensityError",
@@ -34,6 +36,7 @@ __all__ = [
     "WorkbenchError",
     "check_gradient",
     "methods",
+    "reference",
     "metrics",
     "targets",
 ]

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from . import targets
-from .study.cells import methods_available
+from .methods import available as methods_available
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -29,9 +29,9 @@ BFMI_MIN = 0.2
 PARETO_K_MAX = 0.7
 
 # posteriordb's standard for reference draws: R-hat < 1.01, bulk and tail ESS >= 400 for every
-# parameter, no divergences (Magnusson et al. 2024, "posteriordb: testing, benchmarking and developing Bayesian
-# inference algorithms", arXiv:2407.04967)
-REFERENCE_STANDARD = {"r_hat_max": 1.01, "ess_min": 400, "divergences": 0}
+# parameter, no divergences, E-BFMI > 0.2 (Magnusson et al. 2024, "posteriordb: testing, benchmarking and
+# developing Bayesian inference algorithms", arXiv:2407.04967)
+REFERENCE_STANDARD = {"r_hat_max": 1.01, "ess_min": 400, "divergences": 0, "bfmi_min": BFMI_MIN}
 
 
 class ChainDiagnostics(NamedTuple):
@@ -124,4 +124,6 @@ def passes_reference_standard(diag: ChainDiagnostics) -> tuple[bool, str]:
         why.append(f"min bulk/tail ESS {min(diag.ess_bulk_min, diag.ess_tail_min):.0f} (needs >= {s['ess_min']})")
     if diag.divergences > s["divergences"]:
         why.append(f"{diag.divergences} divergences (needs none)")
+    if diag.bfmi_min < s["bfmi_min"]:  # NaN (no energies: not a Hamiltonian sampler) is not checked
+        why.append(f"E-BFMI {diag.bfmi_min:.2f} (needs > {s['bfmi_min']})")
     return not why, "; ".join(why)

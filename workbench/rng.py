@@ -13,7 +13,7 @@ draw makes Numba count references to it with atomic operations, which doubles th
 
 :func:`standard_normal` below is that same ziggurat on the same bit stream, so it returns
 *bit-identical* values to ``rng.standard_normal()`` and leaves the generator in the same
-state (``tests/test_rng.py`` checks both, including the rare tail and wedge paths); only the
+state (``tests/unit/test_rng.py`` checks both, including the rare tail and wedge paths); only the
 fast path's sign is branch-free. It reads the bit generator through Numba's own bindings;
 should a Numba release move them, it falls back to ``rng.standard_normal()`` (slower, same
 values).

@@ -308,6 +308,13 @@ class Target:
             )
         return lp
 
+    def reference(self, **kwargs):
+        """This target's reference posterior: the draws of a long NUTS run checked against
+        posteriordb's standard, cached on disk (``wb.reference``; keyword arguments go there)."""
+        from .references import reference
+
+        return reference(self, **kwargs)
+
     def replace(self, **changes) -> "Target":
         """A copy with some fields changed (e.g. ``truth`` or ``initial_point``)."""
         return dataclasses.replace(self, **changes)

@@ -41,8 +41,9 @@ class Cell:
     ``labels`` are extra table columns (a display name, the budget level, ...): they are not
     part of the cache key. ``timing`` adds the time of one ``logp_grad`` call and the
     overhead ratio wall / (gradient evaluations x that time). ``keep`` coordinates of the
-    draws are kept for the figures. ``extra`` names a function "module:function" taking
-    (result, target) and returning a dict of more columns (a study's own quantities).
+    draws are kept for the figures. ``extra`` names a study metric (``wb.metrics.available()``,
+    e.g. "marginal_accuracy"): a function of (result, target, reference) returning more
+    columns; the name is checked here, when the cell is defined.
     """
 
     target: dict
@@ -53,6 +54,10 @@ class Cell:
     timing: bool = False
     keep: int = 2
     extra: str = ""
+
+    def __post_init__(self):
+        if self.extra:
+            metrics.study_metric(self.extra)  # ValueError listing the known names
 
     def key_fields(self, version: str) -> dict:
         return {
@@ -97,28 +102,15 @@ def build_target(spec: dict):
 
 def build_method(spec: dict):
     """The method a spec describes: {"method": "NUTS", **settings}."""
-    from .. import methods
+    from ..methods import build_method as build
 
-    settings = dict(spec)
-    name = settings.pop("method")
-    cls = getattr(methods, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, methods.Method)):
-        raise ValueError(f"unknown method {name!r}; methods: {sorted(methods_available())}")
-    return cls(**settings)
+    return build(spec)
 
 
 def methods_available() -> list[str]:
-    from .. import methods
+    from ..methods import available
 
-    return [n for n in methods.__all__ if isinstance(getattr(methods, n), type) and issubclass(getattr(methods, n), methods.Method) and n != "Method"]
-
-
-def extra_function(name: str):
-    """The function "package.module:function" names."""
-    import importlib
-
-    module, _, func = name.partition(":")
-    return getattr(importlib.import_module(module), func)
+    return available()
 
 
 def _thin(draws: np.ndarray, keep: int) -> np.ndarray:
@@ -162,7 +154,7 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             row["overhead"] = result.cost.wall_seconds / (result.cost.grad_evals * t_grad) if result.cost.grad_evals else math.nan
         extra_arrays = {}
         if cell.extra:
-            extra = dict(extra_function(cell.extra)(result, target, reference))
+            extra = dict(metrics.study_metric(cell.extra)(result, target, reference))
             extra_arrays = extra.pop("_arrays", {})
             row.update(extra)
         row["messages"] = " | ".join(result.messages)
@@ -193,55 +185,13 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     return {"status": status, "error": error, "row": row, "arrays": arrays}
 
 
-# a reference that fails posteriordb's standard is run again, up to this many runs: with a smaller
-# step (target_accept raised toward 1) if it diverged, with twice the warmup and draws if its ESS
-# was short; not when R-hat says the chains sit in different modes (longer runs do not fix that)
-REFERENCE_RUNS = 3
-REFERENCE_MULTIMODAL_R_HAT = 1.05
-
-
 def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
-    """A long run standing in for the truth of a target without one (all draws, pooled).
-
-    Checked against posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no
-    divergences: ``diagnostics.REFERENCE_STANDARD``); ``info["passes"]`` and ``info["why_not"]``
-    say whether it passed, so a page can say when its scores rest on an untrustworthy reference.
-    """
-    from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, chain_diagnostics, passes_reference_standard
+    """Build a target's reference posterior in a worker (``references.build_reference``) and
+    return it as plain data: {"status", "draws", "info"} (or the error). The client caches it."""
+    from ..references import build_reference
 
     try:
-        target = build_target(target_spec)
-        spec = dict(method_spec)
-        grad_evals = 0
-        for run in range(1, REFERENCE_RUNS + 1):
-            result = build_method(spec).run(target, seed=seed + run - 1)
-            grad_evals += result.cost.grad_evals
-            diag = result.info.get("diagnostics")  # a sampler's; any other method's draws are checked here
-            diag = ChainDiagnostics(**diag) if diag is not None else chain_diagnostics(result.draws)
-            passes, why_not = passes_reference_standard(diag)
-            if passes or diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT or run == REFERENCE_RUNS:
-                break
-            if diag.divergences:
-                spec = {**spec, "target_accept": 1.0 - (1.0 - spec.get("target_accept", 0.8)) / 3}
-            if min(diag.ess_bulk_min, diag.ess_tail_min) < REFERENCE_STANDARD["ess_min"]:
-                spec = {**spec, "warmup": 2 * spec.get("warmup", 1000), "draws": 2 * spec.get("draws", 1000)}
-        draws = result.flat_draws()
-        return {
-            "status": "ok",
-            "draws": draws,
-            "info": {
-                "method": spec,
-                "seed": seed + run - 1,
-                "runs": run,
-                "n_draws": int(draws.shape[0]),
-                "r_hat_max": diag.r_hat_max,
-                "ess_bulk_min": diag.ess_bulk_min,
-                "ess_tail_min": diag.ess_tail_min,
-                "divergences": diag.divergences,
-                "passes": passes,
-                "why_not": why_not,
-                "grad_evals": grad_evals,
-            },
-        }
+        ref = build_reference(build_target(target_spec), method_spec, seed)
+        return {"status": "ok", "draws": ref.draws, "info": ref.info()}
     except Exception as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}

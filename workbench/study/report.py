@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cells import REFERENCE_RUNS, target_label
+from ..references import REFERENCE_RUNS
+from .cells import target_label
 from .runner import page_folder
 
 PACKAGES = ("workbench", "numba", "numpy", "scipy", "arviz", "matplotlib", "pandas")

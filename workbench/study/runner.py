@@ -5,9 +5,10 @@
     run = run_study(study, scheduler="tcp://host:8786")
     run.table                                      # one row per cell (pandas)
 
-Targets without a closed-form truth (logistic regression, BNN) get a reference posterior
-first: a long NUTS run (``Study.reference_method``), cached and used as the truth of every
-cell on that target. Tables say so in their ``truth`` column.
+Targets without a closed-form truth (logistic regression, BNN) get their reference posterior
+first (``workbench/references.py``: a long NUTS run, ``Study.reference_method``, checked against
+posteriordb's standard), built in a worker, cached beside the cells and used as the truth of
+every cell on that target. Tables say so in their ``truth`` column.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .cache import CellCache
+from ..cache import CellCache
+from ..references import DEFAULT_REFERENCE, reference_key, references_cache
 from .cells import Cell, build_target, run_cell, run_reference, spec_hash, target_label
 from .executors import make_executor
 
-# several chains from spread starts (the initial point jittered by +-2, as Stan does) and a smaller
-# step than the default: a reference should be right before it is fast
-DEFAULT_REFERENCE = {"method": "NUTS", "chains": 4, "warmup": 1000, "draws": 2500, "target_accept": 0.9, "progress": False}
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def run_study(
     out = Path(out)
     cache_root = Path(cache_dir) if cache_dir is not None else out / ".cache"
     cache = CellCache(cache_root, study.name)
-    ref_cache = CellCache(cache_root, "_references")
+    ref_cache = references_cache(cache_root)
     version = _version()
     cells = list(study.grid(quick))
     if not cells:
@@ -159,9 +158,7 @@ def run_study(
         except Exception:  # a bad spec: its cells record the error when they run
             continue
         if target.truth is None:
-            ref_keys[spec_json] = spec_hash(
-                {"target": cell.target, "method": study.reference_method, "seed": 0, "version": version}
-            )
+            ref_keys[spec_json] = reference_key(cell.target, study.reference_method, 0)
     keys = []
     for cell in cells:
         fields = cell.key_fields(version)

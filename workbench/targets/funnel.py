@@ -46,7 +46,7 @@ def funnel_logp_grad(theta, grad_out, data):
 # Gauss-Legendre nodes over v in [-8 sd, 8 sd] (mass outside: < 1e-15), in 16 panels of 48 nodes:
 # as a function of v, each integrand below is smooth on the scale of a panel (the scale
 # mixture's peak in v, where e^v ~ x^2, has width ~ 1), so the rule is accurate to ~1e-12
-# for every x (tests/test_targets.py checks it against adaptive quadrature).
+# for every x (tests/unit/test_targets.py checks it against adaptive quadrature).
 def _v_rule(panels: int = 16, nodes: int = 48):
     t, w = np.polynomial.legendre.leggauss(nodes)
     edges = np.linspace(-8.0 * V_SD, 8.0 * V_SD, panels + 1)

@@ -10,7 +10,7 @@ import workbench as wb
 from workbench.approximations import GaussianMixture
 from workbench.vi import elbo as E
 
-from . import user_functions as uf
+from tests import user_functions as uf
 
 
 def _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact):

@@ -1,5 +1,4 @@
-"""The study runner: executors (serial, local pool, a real Dask LocalCluster), the cache and
-resuming, failing cells, report pages and the CLI."""
+"""workbench/study/runner.py: executors (serial, local pool, a real Dask LocalCluster), the cache, resuming, failing cells, references."""
 
 from __future__ import annotations
 
@@ -16,12 +15,11 @@ import pandas as pd
 import pytest
 
 import workbench.study.runner as runner_module
-from workbench import cli
-from workbench.study import Cell, Study, render_index, run_and_report, run_study
+from workbench.study import Cell, Study, run_study
 
-from .study_fixtures import GAUSS, STUDY_FILE, TINY
+from tests.study_fixtures import GAUSS, STUDY_FILE, TINY
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 # columns that depend only on the seeds (not on timing)
 DETERMINISTIC = ["method", "seed", "status", "grad_evals", "n_draws", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1"]
 
@@ -135,101 +133,3 @@ def test_targets_without_truth_get_a_cached_reference_posterior(tmp_path):
     assert run.cache_reference(spec).shape == (2000, 2)
 
 
-def _html_images(path: Path) -> list[str]:
-    import re
-
-    return re.findall(r"<img src='([^']+)'", path.read_text())
-
-
-def _is_png(path: Path) -> bool:
-    from PIL import Image
-
-    with open(path, "rb") as f:
-        if f.read(8) != b"\x89PNG\r\n\x1a\n":
-            return False
-    with Image.open(path) as im:
-        im.verify()
-    return True
-
-
-def test_a_report_page_and_the_index(tmp_path):
-    run, page = run_and_report(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
-    images = _html_images(page)
-    assert images == ["w1.png"] and all(_is_png(page.parent / i) for i in images)
-    text = page.read_text()
-    for needle in ("6 cells ran.", "Versions:", "python studies/tiny.py --quick", "numba", "Settings", "0, 1"):
-        assert needle in text
-    index = (tmp_path / "index.html").read_text()
-    assert "href='quick/tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
-    assert "6 cells: 6 ran" in index  # which cells of each grid exist
-
-
-@pytest.mark.slow
-def test_the_quick_reports_render(quick_study):
-    """`make report` in small: every quick study runs, every image exists and is a valid PNG,
-    every table has its columns, and the index links every study."""
-    from workbench.study import available_studies
-
-    names = list(available_studies())
-    assert {"accuracy", "performance"} <= set(names)
-    for name in names:
-        run, page = quick_study(name)
-        images = _html_images(page)
-        assert len(images) >= (3 if name in ("accuracy", "performance") else 1), name
-        for image in images:
-            assert _is_png(page.parent / image), (name, image)
-        assert "Finding." in page.read_text()
-        columns = set(run.table.columns)
-        assert {"target", "method", "seed", "status", "grad_evals", "w1_mean", "mean_err_max", "ess_bulk_min"} <= columns
-        assert (run.table["status"] == "ok").mean() > 0.9, run.table[run.table["status"] != "ok"][["target", "method", "error"]]
-    out = run.out  # one folder for every quick study
-    index = render_index(out).read_text()
-    for name in names:
-        assert f"href='quick/{name}/index.html'" in index
-    perf = pd.read_csv(out / "quick" / "performance" / "table.csv")
-    assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
-    assert (perf["overhead"].dropna() > 0.5).all()
-
-
-def _cli(args, capsys):
-    code = cli.main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_cli_list_and_errors(tmp_path, capsys):
-    code, out, _ = _cli(["list"], capsys)
-    assert code == 0
-    for needle in ("gaussian_mixture", "NUTS", "NN4Post", "accuracy", "performance"):
-        assert needle in out
-    code, _, err = _cli(["study", "nosuch"], capsys)
-    assert code == 2 and "unknown study 'nosuch'" in err and "accuracy" in err
-    for bad, message in [(["--workers", "0"], "--workers must be >= 1"), (["--scheduler", "localhost"], "tcp://host:8786"),
-                         (["--executor", "spark"], "invalid choice")]:
-        with pytest.raises(SystemExit) as exc:
-            cli.main(["study", "accuracy", *bad])
-        assert exc.value.code == 2 and message in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        cli.main(["report"])
-    assert "report needs a study NAME or --all" in capsys.readouterr().err
-    code, _, err = _cli(["report", "accuracy", "--out", str(tmp_path)], capsys)
-    assert code == 2 and "nothing cached for study 'accuracy'" in err
-
-
-def test_cli_runs_a_study_and_re_renders_it_without_running(tmp_path):
-    studies, env, out = _tiny_study_folder(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "workbench", "study", "tiny", "--quick", "--executor", "serial",
-                          "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0 and "6 computed, 0 cached, 0 failed" in run.stdout, run.stderr
-    again = subprocess.run([sys.executable, "-m", "workbench", "report", "tiny", "--quick", "--out", str(out)],
-                           env=env, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "re-rendered" in again.stdout and "not computed" not in again.stdout
-    full = subprocess.run([sys.executable, "-m", "workbench", "report", "tiny", "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert "3 cells not computed yet" in full.stdout  # the full grid has a third seed
-    # the study file runs as a plain script too, and a bad argument exits 2 without a traceback
-    script = subprocess.run([sys.executable, str(studies / "tiny.py"), "--quick", "--workers", "0"],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert script.returncode == 2 and "Traceback" not in script.stderr and "--workers must be >= 1" in script.stderr
-    bad = subprocess.run([sys.executable, "-m", "workbench", "study", "nosuch"], env=env, capture_output=True, text=True)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "unknown study" in bad.stderr

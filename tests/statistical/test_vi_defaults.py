@@ -11,7 +11,7 @@ from workbench import modes as M
 from workbench.errors import NonFiniteDensityError
 from workbench.vi import fit as F
 
-from . import user_functions as uf
+from tests import user_functions as uf
 
 
 def _per_peak(q, truth):

@@ -6,7 +6,7 @@ import pytest
 import workbench as wb
 from workbench.errors import NonFiniteDensityError, SlowGradientWarning, TargetError
 
-from . import user_functions as uf
+from tests import user_functions as uf
 
 PREC = (np.array([1.0, 4.0, 9.0]),)
 

@@ -1,5 +1,4 @@
-"""Report pages a reader can trust: one colour per method on every figure, and weighted draws
-pictured by what the table scores (their ESS printed beside them)."""
+"""workbench/study/figures.py and style.py: one colour per method on every figure, and weighted draws pictured by what the table scores."""
 
 from __future__ import annotations
 
@@ -142,26 +141,3 @@ def test_method_styles_do_not_depend_on_the_table():
     assert method_style("some ablation row") == method_style("some ablation row")
 
 
-def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
-    """A too-short reference fails posteriordb's ESS >= 400, is re-run with twice the draws, and
-    every cell scored against it, and the page, say it is not trustworthy."""
-    target = {"factory": "logistic_regression", "n_data": 50}
-    short = {"method": "NUTS", "chains": 2, "warmup": 50, "draws": 40, "progress": False}
-    study = Study(
-        name="short_reference", title="Short reference",
-        grid=lambda quick: [Cell(target, {"method": "Laplace", "draws": 500}, 0, labels={"method": "Laplace"})],
-        report=lambda run, folder: Page(finding="rendered"), reference_method=short)
-    run, page = run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
-    (info,) = run.references.values()
-    assert not info["passes"] and "ESS" in info["why_not"]
-    assert info["runs"] == 3 and info["method"]["draws"] == 4 * short["draws"]  # 40, 80, 160 draws per chain
-    assert (run.table["truth"] == "reference (long NUTS) FAILS its checks").all()
-    assert "has no trustworthy reference" in page.read_text()
-
-
-def test_settings_are_shown_short():
-    from workbench.study.report import _setting_text
-
-    assert _setting_text(0.30000000000000004) == "0.3"
-    assert _setting_text(list(range(10))) == "[0, 1, 2, …, 8, 9]"
-    assert _setting_text({"means": [[0.123456789] * 10] * 5}) == "{means: (5 x 10 array)}"

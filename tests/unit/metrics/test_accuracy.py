@@ -1,4 +1,4 @@
-"""Metrics: exact draws score within their Monte Carlo error, a shifted sample scores as expected."""
+"""workbench/metrics/accuracy.py (evaluate): exact draws score within their Monte Carlo error, a shifted sample as expected, references stand in for a missing truth."""
 
 import math
 
@@ -92,12 +92,25 @@ def test_without_truth_metrics_are_nan_or_use_reference_draws():
     t = wb.targets.logistic_regression(n_data=30, dim=2)
     x = np.random.default_rng(0).normal(size=(1, 400, 2))
     res = Result("R", t.name, x, Cost(), t.param_names)
-    row = metrics.evaluate(res, t)
+    row = metrics.evaluate(res, t, reference=False)
     assert math.isnan(row["mean_err_max"]) and math.isnan(row["w1_max"]) and math.isnan(row["log_z_err"])
     assert row["ess_bulk_min"] > 0
     ref = np.random.default_rng(1).normal(size=(4000, 2))
     row = metrics.evaluate(res, t, reference=ref)
     assert row["mean_err_max"] < 0.25 and row["w1_max"] < 0.15
+
+
+def test_without_truth_evaluate_scores_against_the_targets_reference_posterior():
+    t = wb.targets.logistic_regression(n_data=30, dim=2)
+    x = np.random.default_rng(0).normal(size=(1, 400, 2))
+    res = Result("R", t.name, x, Cost(), t.param_names)
+    row = metrics.evaluate(res, t)  # builds (and caches) wb.reference(t)
+    ref = wb.reference(t)
+    assert ref.passes
+    mean = x[0].mean(axis=0)
+    expected = np.max(np.abs(mean - ref.draws.mean(axis=0)) / ref.draws.std(axis=0))
+    assert row["mean_err_max"] == pytest.approx(expected)
+    assert row["w1_max"] > 0 and math.isnan(row["log_z_err"])  # the result makes no log Z estimate
 
 
 def test_vectorised_marginal_wasserstein_equals_scipy():

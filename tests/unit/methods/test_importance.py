@@ -1,4 +1,4 @@
-"""Importance sampling, resampling, rejection sampling and the Laplace approximation."""
+"""workbench/methods/importance.py: importance sampling, PSIS, resampling and rejection sampling."""
 
 import math
 
@@ -10,7 +10,6 @@ import workbench as wb
 from workbench.approximations import Gaussian, StudentT
 from workbench.methods.importance import resample
 
-from . import user_functions as uf
 
 GAUSS = wb.targets.gaussian(5, scales="logspace", correlation=0.3)
 MIXTURE = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0], scales=1.0)
@@ -102,42 +101,6 @@ def test_rejection_sampling_is_exact_with_an_envelope_and_flags_violations():
         wb.methods.RejectionSampling(proposal=q, n=500).run(t, seed=1)
 
 
-def test_laplace_is_exact_on_gaussians_and_on_the_conjugate_regression():
-    res = wb.methods.Laplace(starts=2).run(GAUSS, seed=0)
-    np.testing.assert_allclose(res.approximation.mean, GAUSS.truth.mean, atol=1e-7)
-    np.testing.assert_allclose(res.approximation.cov, GAUSS.truth.cov, rtol=1e-6, atol=1e-10)
-    assert res.log_z == pytest.approx(GAUSS.truth.log_z, abs=1e-7)
-    assert len(res.info["optima"]) == 3 and res.draws.shape == (1, 1000, 5)
-    lin = wb.targets.linear_regression("diabetes")
-    res = wb.methods.Laplace().run(lin, seed=0)
-    np.testing.assert_allclose(res.approximation.mean, lin.truth.mean, atol=1e-6 * lin.truth.sd.min())
-    np.testing.assert_allclose(res.approximation.cov, lin.truth.cov, rtol=1e-5, atol=1e-7 * np.abs(lin.truth.cov).max())
-    assert res.log_z == pytest.approx(lin.truth.log_z, abs=1e-6)
-    assert wb.metrics.evaluate(res, lin)["log_z_err"] == pytest.approx(0.0, abs=1e-6)
-
-
-def test_laplace_on_logistic_regression_reports_its_deviation_from_the_reference():
-    t = wb.targets.logistic_regression(n_data=30, dim=3, seed=2)  # few data: a skewed posterior
-    ref = wb.methods.NUTS(chains=4, warmup=1000, draws=5000, progress=False).run(t, seed=0)
-    lap = wb.methods.Laplace().run(t, seed=0)
-    mcse = np.asarray(__import__("arviz").mcse(ref.draws))
-    gap = np.abs(lap.approximation.mean - ref.draws.mean((0, 1)))
-    assert np.max(gap / mcse) > 8  # the mode is not the mean: a real, visible deviation
-    row = wb.metrics.evaluate(lap, t, reference=ref.flat_draws())
-    assert row["mean_err_max"] > 0.05  # and evaluate reports it
-    corrected = wb.methods.ImportanceSampling(proposal=StudentT(lap.approximation.mean, 1.5 * lap.approximation.cov, df=5), n=40_000).run(t, seed=0)
-    assert wb.metrics.evaluate(corrected, t, reference=ref.flat_draws())["mean_err_max"] < row["mean_err_max"] / 2
-
-
-def test_laplace_error_names_the_eigenvalues_and_keeps_the_mode():
-    t = wb.Target.from_numba(uf.ridge, dim=2, name="ridge")
-    with pytest.raises(wb.methods.LaplaceError, match="not positive definite.*smallest eigenvalues") as err:
-        wb.methods.Laplace().run(t, seed=0)
-    assert err.value.mode.shape == (2,) and abs(err.value.eigenvalues[0]) < 1e-6
-    ok = wb.methods.Laplace(regularize=1e-2).run(t, seed=0)
-    assert np.all(np.isfinite(ok.approximation.cov))
-
-
 class _Liar:
     """Samples N(0, 1) but claims density 0 above 1: its weights there are infinite."""
 
@@ -164,34 +127,6 @@ class _Liar:
 def test_bad_input_is_named(make, error, message):
     with pytest.raises(error, match=message):
         make()
-
-
-def test_approximations_logpdf_match_scipy():
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((3, 3))
-    cov = a @ a.T + np.eye(3)
-    x = rng.standard_normal((5, 3))
-    np.testing.assert_allclose(Gaussian(np.ones(3), cov).logpdf(x), stats.multivariate_normal(np.ones(3), cov).logpdf(x))
-    np.testing.assert_allclose(StudentT(np.ones(3), cov, 4).logpdf(x), stats.multivariate_t(np.ones(3), cov, df=4).logpdf(x))
-    draws = StudentT(np.zeros(3), cov, 6).sample(200_000, rng)
-    np.testing.assert_allclose(np.cov(draws.T), cov * 6 / 4, rtol=0.05, atol=0.05)
-
-
-@pytest.mark.parametrize(
-    "target",
-    [GAUSS, wb.targets.linear_regression(n_data=40, dim=3), wb.targets.logistic_regression(n_data=60, dim=3)],
-    ids=["gaussian", "linear", "logistic"],
-)
-def test_analytic_hessians_match_differences_of_the_gradient(target):
-    from workbench.methods.laplace import hessian_by_differences
-
-    x = target.initial_point + 0.3
-    np.testing.assert_allclose(target.hessian(x), hessian_by_differences(target, x), rtol=1e-5, atol=1e-6)
-    # Laplace uses the analytic one: no 2 d extra gradients, same answer
-    plain = target.replace(hessian=None)
-    a, b = wb.methods.Laplace().run(target, seed=0), wb.methods.Laplace().run(plain, seed=0)
-    np.testing.assert_allclose(a.approximation.cov, b.approximation.cov, rtol=1e-5, atol=1e-10)
-    assert a.cost.grad_evals == b.cost.grad_evals - 2 * target.dim
 
 
 def test_log_weights_do_not_overflow_in_thousands_of_dimensions():

@@ -13,7 +13,7 @@ from scipy import stats
 import workbench as wb
 from workbench.errors import NonFiniteDensityError
 
-from . import user_functions as uf
+from tests import user_functions as uf
 
 matplotlib.use("Agg")
 

@@ -1,0 +1,65 @@
+"""Report pages and the index: what a page shows, references that fail their checks, settings text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from workbench.study import Cell, Study, run_and_report
+
+from tests.study_fixtures import TINY
+import re
+from workbench.study import Page
+
+
+def _html_images(path: Path) -> list[str]:
+
+    return re.findall(r"<img src='([^']+)'", path.read_text())
+
+
+def _is_png(path: Path) -> bool:
+    from PIL import Image
+
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            return False
+    with Image.open(path) as im:
+        im.verify()
+    return True
+
+
+def test_a_report_page_and_the_index(tmp_path):
+    run, page = run_and_report(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
+    images = _html_images(page)
+    assert images == ["w1.png"] and all(_is_png(page.parent / i) for i in images)
+    text = page.read_text()
+    for needle in ("6 cells ran.", "Versions:", "python studies/tiny.py --quick", "numba", "Settings", "0, 1"):
+        assert needle in text
+    index = (tmp_path / "index.html").read_text()
+    assert "href='quick/tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
+    assert "6 cells: 6 ran" in index  # which cells of each grid exist
+
+
+def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
+    """A too-short reference fails posteriordb's ESS >= 400, is re-run with twice the draws, and
+    every cell scored against it, and the page, say it is not trustworthy."""
+    target = {"factory": "logistic_regression", "n_data": 50}
+    short = {"method": "NUTS", "chains": 2, "warmup": 50, "draws": 40, "progress": False}
+    study = Study(
+        name="short_reference", title="Short reference",
+        grid=lambda quick: [Cell(target, {"method": "Laplace", "draws": 500}, 0, labels={"method": "Laplace"})],
+        report=lambda run, folder: Page(finding="rendered"), reference_method=short)
+    run, page = run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    (info,) = run.references.values()
+    assert not info["passes"] and "ESS" in info["why_not"]
+    assert info["runs"] == 3 and info["method"]["draws"] == 4 * short["draws"]  # 40, 80, 160 draws per chain
+    assert (run.table["truth"] == "reference (long NUTS) FAILS its checks").all()
+    assert "has no trustworthy reference" in page.read_text()
+
+
+def test_settings_are_shown_short():
+    from workbench.study.report import _setting_text
+
+    assert _setting_text(0.30000000000000004) == "0.3"
+    assert _setting_text(list(range(10))) == "[0, 1, 2, …, 8, 9]"
+    assert _setting_text({"means": [[0.123456789] * 10] * 5}) == "{means: (5 x 10 array)}"
