@@ -23,19 +23,33 @@ def available() -> list[str]:
                   if isinstance(v, type) and issubclass(v, Method) and v is not Method and not n.startswith("_"))
 
 
-def build_method(spec: dict) -> Method:
-    """The method a spec describes: ``{"method": "NUTS", **settings}``."""
-    settings = dict(spec)
-    name = settings.pop("method", None)
+def method_class(name: str) -> type:
+    """The method class ``name`` names: a built-in (``"NUTS"``) or your own, as
+    ``"package.module:ClassName"`` (imported; it must subclass :class:`Method`)."""
     cls = globals().get(name) if isinstance(name, str) else None
+    if isinstance(name, str) and ":" in name:
+        import importlib
+
+        module, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"method {name!r} cannot be imported: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, Method)) or cls is Method:
-        raise ValueError(f"unknown method {name!r}; methods: {available()}")
-    return cls(**settings)
+        raise ValueError(f"unknown method {name!r}; methods: {available()} (or 'package.module:ClassName')")
+    return cls
+
+
+def build_method(spec: dict) -> Method:
+    """The method a spec describes: ``{"method": "NUTS", **settings}`` (see :func:`method_class`)."""
+    settings = dict(spec)
+    return method_class(settings.pop("method", None))(**settings)
 
 
 __all__ = [
     "available",
     "build_method",
+    "method_class",
     "Exact",
     "HMC",
     "ImportanceSampling",

@@ -1,0 +1,100 @@
+"""workbench/methods/base.py and sampling.py: a new method is one small class. The toy method of
+docs/architecture.md, taken from the page as written, runs through evaluate and a study."""
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.methods.base import RunClock, check_positive, per_task_budget
+from workbench.result import Budget
+from workbench.study import Cell, Study, run_study
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "architecture.md"
+
+
+@pytest.fixture(scope="module")
+def toy_module(tmp_path_factory):
+    """The doc's toy_mala.py written to a folder on sys.path (cache=True needs a real file)."""
+    code = re.search(r"```python\n(import math\n.*?)```", DOC.read_text(), flags=re.S).group(1)
+    assert sum(1 for line in code.splitlines() if line.strip()) < 40, "the page promises under 40 lines"
+    folder = tmp_path_factory.mktemp("toy")
+    (folder / "toy_mala.py").write_text(code)
+    sys.path.insert(0, str(folder))
+    try:
+        import toy_mala
+
+        yield toy_mala
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("toy_mala", None)
+
+
+def test_the_toy_method_samples_a_gaussian_within_monte_carlo_error(toy_module):
+    t = wb.targets.gaussian(dim=3)
+    res = toy_module.MALA(step_size=1.0, progress=False).run(t, seed=1)
+    assert res.method == "MALA" and res.draws.shape == (4, 1000, 3) and res.seed == 1
+    # gradients counted by the kernel: one at the start and one per proposal, warmup apart
+    assert res.cost.grad_evals == 4 * (1 + 2000) and res.cost.warmup_grad_evals == 4 * (1 + 1000)
+    assert res.cost.compile_seconds >= 0 and res.warmup_draws.shape == (4, 1000, 3)
+    row = wb.metrics.evaluate(res, t)
+    mcse = 1 / math.sqrt(row["ess_bulk_min"])  # in sd units
+    assert row["mean_err_max"] < 4 * mcse and row["sd_err_max"] < 8 * mcse and res.messages == []
+    assert "diagnostics" in res.info and res.to_arviz().posterior["theta"].shape == (4, 1000, 3)
+
+
+def test_the_toy_method_honours_a_gradient_budget_and_a_too_small_step_is_unhealthy(toy_module):
+    t = wb.targets.gaussian(dim=3)
+    res = toy_module.MALA(step_size=1.0, progress=False).run(t, seed=1, grad_budget=2000)
+    assert res.cost.grad_evals <= 2000 and any(m.startswith("gradient budget 2000 spent") for m in res.messages)
+    slow = toy_module.MALA(step_size=0.01, warmup=100, draws=300, progress=False).run(t, seed=1)
+    assert any(m.startswith(("R-hat", "low ESS")) for m in slow.messages)
+    with pytest.raises(ValueError, match="step_size"):
+        toy_module.MALA(step_size=-1.0)
+
+
+def test_the_toy_method_runs_in_a_study_named_by_its_import_path(toy_module, tmp_path):
+    target = {"factory": "gaussian", "dim": 2}
+    study = Study(name="toy_study", title="toy", grid=lambda quick: [
+        Cell(target, {"method": "toy_mala:MALA", "step_size": 0.8, "chains": 2, "warmup": 300, "draws": 500,
+                       "progress": False}, seed, 4000,
+             labels={"method": "MALA"}, extra="chain_scaling")
+        for seed in (0, 1)])
+    run = run_study(study, out=tmp_path, executor="serial", progress=False)
+    assert list(run.table["status"]) == ["ok", "ok"]
+    assert (run.table["grad_evals"] <= 4000 + 4).all() and (run.table["acceptance"] > 0.5).all()
+    with pytest.raises(ValueError, match="toy_mala:Nope"):
+        wb.methods.build_method({"method": "toy_mala:Nope"})
+
+
+def test_methods_are_found_by_name_and_bad_names_say_which_exist():
+    assert isinstance(wb.methods.build_method({"method": "NUTS", "chains": 2}), wb.methods.NUTS)
+    with pytest.raises(ValueError, match="unknown method 'NUTZ'.*NUTS"):
+        wb.methods.build_method({"method": "NUTZ"})
+    assert {"NUTS", "NN4Post", "Laplace"} <= set(wb.methods.available())
+
+
+def test_budget_split_clock_and_positive_checks():
+    assert per_task_budget(Budget(), 4) == -1 and per_task_budget(Budget(grad_evals=10), 4) == 2
+    assert per_task_budget(Budget(grad_evals=3), 4) == 1  # every chain may at least start
+    clock = RunClock()
+    with clock.compiling():
+        sum(range(10_000))
+    clock.stop()
+    wall = clock.wall_seconds
+    assert clock.compile_seconds > 0 and wall >= 0 and clock.wall_seconds == wall  # frozen by stop()
+    for bad in (0, -1.0, math.nan, math.inf, "1", True):
+        with pytest.raises(ValueError, match="step"):
+            check_positive("step", bad)
+    check_positive("step", None, allow_none=True)
+
+
+def test_settings_are_plain_data():
+    q = wb.approximations.StudentT(np.zeros(2), np.eye(2), df=5)
+    s = wb.methods.IndependenceMH(proposal=q).settings()
+    assert s["proposal"] == "StudentT" and s["chains"] == 4
+    assert wb.methods.NUTS(init=np.zeros(2)).settings()["init"] == [0.0, 0.0]
