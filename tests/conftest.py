@@ -1,5 +1,4 @@
 import os
-
 import tempfile
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # headless: figures render to files only

@@ -36,3 +36,23 @@ from workbench.study import main_for
 if __name__ == "__main__":
     raise SystemExit(main_for(STUDY)())
 '''
+
+
+def html_images(path) -> list[str]:
+    """The image files an HTML page shows, in order."""
+    import re
+    from pathlib import Path
+
+    return re.findall(r"<img src='([^']+)'", Path(path).read_text())
+
+
+def is_png(path) -> bool:
+    """A real, complete PNG file (PIL verifies it)."""
+    from PIL import Image
+
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            return False
+    with Image.open(path) as im:
+        im.verify()
+    return True

@@ -7,10 +7,9 @@ import pytest
 from scipy import integrate
 
 import workbench as wb
+from tests import user_functions as uf
 from workbench.approximations import GaussianMixture
 from workbench.vi import elbo as E
-
-from tests import user_functions as uf
 
 
 def _loss_and_grads(t, a, mu, zeta, eta, r, gauge, exact):

@@ -11,9 +11,8 @@ import pytest
 from scipy import stats
 
 import workbench as wb
-from workbench.errors import NonFiniteDensityError
-
 from tests import user_functions as uf
+from workbench.errors import NonFiniteDensityError
 
 matplotlib.use("Agg")
 

@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests import user_functions as uf
 from workbench import modes as M
 from workbench.errors import NonFiniteDensityError
 from workbench.vi import fit as F
-
-from tests import user_functions as uf
 
 
 def _per_peak(q, truth):

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
 

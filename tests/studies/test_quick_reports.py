@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
+from tests.study_fixtures import html_images, is_png
 from workbench.study import render_index
-
-
-
-def _html_images(path: Path) -> list[str]:
-    import re
-
-    return re.findall(r"<img src='([^']+)'", path.read_text())
-
-
-def _is_png(path: Path) -> bool:
-    from PIL import Image
-
-    with open(path, "rb") as f:
-        if f.read(8) != b"\x89PNG\r\n\x1a\n":
-            return False
-    with Image.open(path) as im:
-        im.verify()
-    return True
 
 
 @pytest.mark.slow
@@ -38,10 +19,10 @@ def test_the_quick_reports_render(quick_study):
     assert {"accuracy", "performance"} <= set(names)
     for name in names:
         run, page = quick_study(name)
-        images = _html_images(page)
+        images = html_images(page)
         assert len(images) >= (3 if name in ("accuracy", "performance") else 1), name
         for image in images:
-            assert _is_png(page.parent / image), (name, image)
+            assert is_png(page.parent / image), (name, image)
         assert "Finding." in page.read_text()
         columns = set(run.table.columns)
         assert {"target", "method", "seed", "status", "grad_evals", "w1_mean", "mean_err_max", "ess_bulk_min"} <= columns

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 
-
 @pytest.mark.slow
 def test_minibatch_quick_study_renders_its_finding(quick_study):
     run, page = quick_study("minibatch")

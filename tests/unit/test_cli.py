@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import cli
-
 from tests.study_fixtures import STUDY_FILE
+from workbench import cli
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.errors import NonFiniteDensityError, SlowGradientWarning, TargetError
-
 from tests import user_functions as uf
+from workbench.errors import NonFiniteDensityError, SlowGradientWarning, TargetError
 
 PREC = (np.array([1.0, 4.0, 9.0]),)
 

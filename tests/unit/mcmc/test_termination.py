@@ -3,7 +3,6 @@
 import numpy as np
 
 
-
 def _persists(inv_mass, p_a, p_b, rho):
     return (inv_mass * p_a) @ rho > 0 and (inv_mass * p_b) @ rho > 0
 

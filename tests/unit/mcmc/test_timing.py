@@ -2,7 +2,6 @@
 
 import math
 
-
 import workbench as wb
 from workbench.mcmc.timing import seconds_per_gradient
 

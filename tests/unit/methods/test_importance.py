@@ -10,7 +10,6 @@ import workbench as wb
 from workbench.approximations import Gaussian, StudentT
 from workbench.methods.importance import resample
 
-
 GAUSS = wb.targets.gaussian(5, scales="logspace", correlation=0.3)
 MIXTURE = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0], scales=1.0)
 

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.approximations import StudentT
-
 from tests import user_functions as uf
+from workbench.approximations import StudentT
 
 GAUSS = wb.targets.gaussian(5, scales="logspace", correlation=0.3)
 

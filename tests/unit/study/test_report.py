@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-
-from workbench.study import Cell, Study, run_and_report
-
-from tests.study_fixtures import TINY
-import re
-from workbench.study import Page
-
-
-def _html_images(path: Path) -> list[str]:
-
-    return re.findall(r"<img src='([^']+)'", path.read_text())
-
-
-def _is_png(path: Path) -> bool:
-    from PIL import Image
-
-    with open(path, "rb") as f:
-        if f.read(8) != b"\x89PNG\r\n\x1a\n":
-            return False
-    with Image.open(path) as im:
-        im.verify()
-    return True
+from tests.study_fixtures import TINY, html_images, is_png
+from workbench.study import Cell, Page, Study, run_and_report
 
 
 def test_a_report_page_and_the_index(tmp_path):
     run, page = run_and_report(TINY, quick=True, executor="serial", out=tmp_path, progress=False)
-    images = _html_images(page)
-    assert images == ["w1.png"] and all(_is_png(page.parent / i) for i in images)
+    images = html_images(page)
+    assert images == ["w1.png"] and all(is_png(page.parent / i) for i in images)
     text = page.read_text()
     for needle in ("6 cells ran.", "Versions:", "python studies/tiny.py --quick", "numba", "Settings", "0, 1"):
         assert needle in text

@@ -15,9 +15,8 @@ import pandas as pd
 import pytest
 
 import workbench.study.runner as runner_module
-from workbench.study import Cell, Study, run_study
-
 from tests.study_fixtures import GAUSS, STUDY_FILE, TINY
+from workbench.study import Cell, Study, run_study
 
 REPO = Path(__file__).resolve().parents[3]
 # columns that depend only on the seeds (not on timing)
