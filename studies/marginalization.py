@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for
-from workbench.study.style import method_colours
+from workbench.study.style import method_colours, method_style
 
 TARGETS = [
     ("mixture d=4", {"factory": "gaussian_mixture", "dim": 4, "n_components": 3, "weights": [0.2, 0.3, 0.5],
@@ -134,7 +134,9 @@ def _tv_figure(table: pd.DataFrame, folder) -> str:
     width = 0.8 / len(bars)
     for j, (method, col, name) in enumerate(bars):
         vals = [s[(s["target"] == t) & (s["method"] == method)][col].median() for t in labels]
-        ax.bar(np.arange(len(labels)) + j * width, vals, width, label=name)
+        # each method in its colour on every figure; q's KDE hatched apart from its analytic marginal
+        ax.bar(np.arange(len(labels)) + j * width, vals, width, label=name, color=method_style(method).colour,
+               hatch="//" if name == "nn4post KDE" else None, edgecolor="white" if name == "nn4post KDE" else None)
     ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels)
     ax.set_ylabel("marginal TV distance (median)")
     ax.legend(fontsize=7)
