@@ -11,8 +11,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import approximations, methods, metrics, targets
-from .references import Reference, reference
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
+from .references import Reference, reference
 from .result import Budget, Cost, Result
 from .target import GradientCheck, Target, Truth, check_gradient
 

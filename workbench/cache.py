@@ -1,5 +1,6 @@
-"""The on-disk cache of a study's cells: one JSON (row, status, error) and one .npz (small
-arrays for the figures) per cell, named by the cell's hash.
+"""The on-disk cache of study cells and reference posteriors: one JSON (row or info, status,
+error) and one .npz (arrays: a cell's small arrays for the figures, a reference's draws) per
+entry, named by a hash of its inputs (``spec_hash``).
 
 Writes are atomic (a temporary file renamed into place), so a study killed at any moment
 leaves only complete entries: it resumes where it stopped and loses nothing computed.
@@ -7,6 +8,7 @@ leaves only complete entries: it resumes where it stopped and loses nothing comp
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -14,6 +16,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+
+def spec_hash(fields: dict) -> str:
+    """A stable 16-hex-digit hash of a JSON-able dict (key order does not matter)."""
+    text = json.dumps(fields, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _jsonable(value):

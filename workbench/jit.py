@@ -1,4 +1,5 @@
-"""How a target's density reaches the compiled kernels of the methods.
+"""How the library compiles: the house ``@jit``, and how a target's density reaches the
+compiled kernels of the methods.
 
 The user-facing contract (DESIGN.md) is a Numba function
 ``logp_grad(theta, grad_out, data) -> float`` with ``data`` a tuple of arrays. A kernel
@@ -71,6 +72,50 @@ def target_types(dtype: types.Type) -> TargetTypes:
     )
 
 
+# ----------------------------------------------------------------------------- the house @njit
+
+# Fast-math flags for sums and dot products: reassociation lets LLVM vectorise them. The
+# no-NaN / no-inf flags are deliberately left out: samplers detect divergences and faults
+# by testing for NaN and inf.
+REASSOC = {"reassoc", "contract"}
+
+# Options for helpers that *call* the target's function and allocate nothing (leapfrog, the
+# NUTS tree). Inside a helper, Numba wraps every call of a first-class function in atomic
+# reference-count increments and decrements of each array argument (theta, grad_out and every
+# data array): measured 70 ns per call against 15 ns for the same call in a kernel's own body,
+# where its refcount pruning removes them. Without NRT those operations are not emitted:
+# 22 ns. Such helpers must not allocate (NRT is what frees arrays).
+NO_NRT = {"_nrt": False}
+
+# Numba's default error model tests every floating division for a zero divisor (to raise
+# ZeroDivisionError), and that test keeps a loop with a division from vectorising: measured
+# 1/sqrt(x) over 100 values in 415 ns, against 105 ns with NumPy's model, where x / 0 is inf or
+# nan. Kernels look for NaN and inf themselves (they never raise), so every compiled function
+# of the library uses NumPy's model.
+HOUSE_OPTIONS = {"cache": True, "error_model": "numpy"}
+
+
+def jit(fn=None, *, fastmath: bool = False, nrt: bool = True, inline: bool = False):
+    """The one way the library says ``@numba.njit``: ``@jit`` or ``@jit(fastmath=True, ...)``.
+
+    Always ``cache=True`` (compiled code persists across processes) and NumPy's error model
+    (above). ``fastmath=True`` allows reassociation and contraction only (``REASSOC``: used
+    where measured to vectorise a reduction); ``nrt=False`` for helpers that call the
+    target's function and allocate nothing (``NO_NRT``); ``inline=True`` inlines the helper
+    into its callers at the Numba IR level (small scalar helpers in hot loops).
+    """
+    options = dict(HOUSE_OPTIONS)
+    if fastmath:
+        options["fastmath"] = REASSOC
+    if not nrt:
+        options.update(NO_NRT)
+    if inline:
+        options["inline"] = "always"
+    if fn is None:
+        return lambda f: numba.njit(**options)(f)
+    return numba.njit(**options)(fn)
+
+
 class TargetKernel:
     """A kernel compiled once per data layout, with an on-disk cache.
 
@@ -119,50 +164,6 @@ def target_kernel(signature_for: Callable, **options) -> Callable[[Callable], Ta
         return TargetKernel(py_func, signature_for, **options)
 
     return wrap
-
-
-# ----------------------------------------------------------------------------- the house @njit
-
-# Fast-math flags for sums and dot products: reassociation lets LLVM vectorise them. The
-# no-NaN / no-inf flags are deliberately left out: samplers detect divergences and faults
-# by testing for NaN and inf.
-REASSOC = {"reassoc", "contract"}
-
-# Options for helpers that *call* the target's function and allocate nothing (leapfrog, the
-# NUTS tree). Inside a helper, Numba wraps every call of a first-class function in atomic
-# reference-count increments and decrements of each array argument (theta, grad_out and every
-# data array): measured 70 ns per call against 15 ns for the same call in a kernel's own body,
-# where its refcount pruning removes them. Without NRT those operations are not emitted:
-# 22 ns. Such helpers must not allocate (NRT is what frees arrays).
-NO_NRT = {"_nrt": False}
-
-# Numba's default error model tests every floating division for a zero divisor (to raise
-# ZeroDivisionError), and that test keeps a loop with a division from vectorising: measured
-# 1/sqrt(x) over 100 values in 415 ns, against 105 ns with NumPy's model, where x / 0 is inf or
-# nan. Kernels look for NaN and inf themselves (they never raise), so every compiled function
-# of the library uses NumPy's model.
-HOUSE_OPTIONS = {"cache": True, "error_model": "numpy"}
-
-
-def jit(fn=None, *, fastmath: bool = False, nrt: bool = True, inline: bool = False):
-    """The one way the library says ``@numba.njit``: ``@jit`` or ``@jit(fastmath=True, ...)``.
-
-    Always ``cache=True`` (compiled code persists across processes) and NumPy's error model
-    (above). ``fastmath=True`` allows reassociation and contraction only (``REASSOC``: used
-    where measured to vectorise a reduction); ``nrt=False`` for helpers that call the
-    target's function and allocate nothing (``NO_NRT``); ``inline=True`` inlines the helper
-    into its callers at the Numba IR level (small scalar helpers in hot loops).
-    """
-    options = dict(HOUSE_OPTIONS)
-    if fastmath:
-        options["fastmath"] = REASSOC
-    if not nrt:
-        options.update(NO_NRT)
-    if inline:
-        options["inline"] = "always"
-    if fn is None:
-        return lambda f: numba.njit(**options)(f)
-    return numba.njit(**options)(fn)
 
 
 # ----------------------------------------------------------------------------- the kernels' contract

@@ -6,7 +6,6 @@ import math
 
 from .jit import jit
 
-
 LOG_2PI = math.log(2.0 * math.pi)
 
 

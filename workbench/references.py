@@ -20,15 +20,19 @@ is kept and says so (``passes``, ``why_not``): pages and rows built on it must s
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .cache import CellCache
-from .diagnostics import REFERENCE_STANDARD, ChainDiagnostics, chain_diagnostics, passes_reference_standard
+from .cache import CellCache, spec_hash
+from .diagnostics import (
+    REFERENCE_STANDARD,
+    ChainDiagnostics,
+    chain_diagnostics,
+    passes_reference_standard,
+)
 from .target import Target, Truth
 
 # several chains from spread starts (the initial point jittered by +-2, as Stan does) and a smaller
@@ -87,7 +91,8 @@ class Reference:
 
     @classmethod
     def from_info(cls, info: dict, draws: np.ndarray) -> "Reference":
-        diag = ChainDiagnostics(chains=info["method"].get("chains", 4), draws=int(draws.shape[0]),
+        chains = info["method"].get("chains", 4)
+        diag = ChainDiagnostics(chains=chains, draws=int(draws.shape[0]) // chains,
                                 r_hat_max=info["r_hat_max"], ess_bulk_min=info["ess_bulk_min"],
                                 ess_tail_min=info["ess_tail_min"], divergences=info["divergences"],
                                 tree_depth_saturated=float("nan"), bfmi_min=info.get("bfmi_min", float("nan")))
@@ -136,8 +141,7 @@ def reference_key(target_spec: dict, method: dict, seed: int = 0, data: str | No
     fields = {"target": target_spec, "method": method, "seed": seed, "version": __version__}
     if data is not None:
         fields["data"] = data
-    text = json.dumps(fields, sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return spec_hash(fields)
 
 
 def target_reference_key(target: Target, method: dict | None = None, seed: int = 0) -> str:

@@ -6,13 +6,21 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.slow
-def test_minibatch_quick_study_renders_its_finding(quick_study):
-    run, page = quick_study("minibatch")
+def rendered_page(quick_study, name: str, pngs, phrase: str):
+    """Run a study's quick grid; check no cell failed, every figure is on the page and drawn,
+    and the finding says ``phrase``. Returns (run, page text)."""
+    run, page = quick_study(name)
     assert run.failed == 0
     text = page.read_text()
-    assert "sd_ratio.png" in text and (page.parent / "sd_ratio.png").stat().st_size > 1000
-    assert "Finding." in text and "mean-field optimum" in text
+    for png in pngs:
+        assert png in text and (page.parent / png).stat().st_size > 1000
+    assert "Finding." in text and phrase in text
+    return run, text
+
+
+@pytest.mark.slow
+def test_minibatch_quick_study_renders_its_finding(quick_study):
+    run, text = rendered_page(quick_study, "minibatch", ("sd_ratio.png",), "mean-field optimum")
     s = run.table.groupby(["method", "batch"])["sd_ratio_mean_field"].median()
     assert np.all(np.abs(s["with N_D/N_m"] - 1) < 0.1)  # the factor gives the right sds
     np.testing.assert_allclose(s["without"], np.sqrt(200 / s["without"].index.values), rtol=0.15)
@@ -20,12 +28,9 @@ def test_minibatch_quick_study_renders_its_finding(quick_study):
 
 @pytest.mark.slow
 def test_dimension_scaling_quick_study(quick_study):
-    run, page = quick_study("dimension_scaling")
-    assert run.failed == 0
-    text = page.read_text()
-    for png in ("cost_vs_dimension.png", "accuracy_vs_dimension.png", "step_size.png", "rwm_optimal_acceptance.png", "r1.png"):
-        assert png in text and (page.parent / png).stat().st_size > 1000
-    assert "Finding." in text and "theory 0.234" in text
+    figures = ("cost_vs_dimension.png", "accuracy_vs_dimension.png", "step_size.png", "rwm_optimal_acceptance.png",
+               "r1.png")
+    run, text = rendered_page(quick_study, "dimension_scaling", figures, "theory 0.234")
     module = __import__("sys").modules["workbench_studies.dimension_scaling"]
     # random-walk Metropolis at fixed scales on a 100-d Gaussian: ESJD peaks near acceptance 0.234
     opt = module.sweep_optimum(run.table)
@@ -40,12 +45,7 @@ def test_dimension_scaling_quick_study(quick_study):
 
 @pytest.mark.slow
 def test_nn4post_ablation_quick_study(quick_study):
-    run, page = quick_study("nn4post_ablation")
-    assert run.failed == 0
-    text = page.read_text()
-    for png in ("options_d10.png", "n_components.png"):
-        assert png in text and (page.parent / png).stat().st_size > 1000
-    assert "Finding." in text and "entropy lower bound" in text
+    run, text = rendered_page(quick_study, "nn4post_ablation", ("options_d10.png", "n_components.png"), "entropy lower bound")
     module = __import__("sys").modules["workbench_studies.nn4post_ablation"]
     s = module.summary(run).set_index(["target", "start", "method"]).sort_index()["kl_median"]
     near = s.loc[("three peaks d=10", "near peaks")]
@@ -62,12 +62,7 @@ def test_nn4post_ablation_quick_study(quick_study):
 
 @pytest.mark.slow
 def test_theorem1_quick_study(quick_study):
-    run, page = quick_study("theorem1")
-    assert run.failed == 0
-    text = page.read_text()
-    for png in ("error_vs_loss.png", "training.png"):
-        assert png in text and (page.parent / png).stat().st_size > 1000
-    assert "Finding." in text and "Theorem 1 predicts" in text
+    run, text = rendered_page(quick_study, "theorem1", ("error_vs_loss.png", "training.png"), "Theorem 1 predicts")
     module = __import__("sys").modules["workbench_studies.theorem1"]
     t = module.with_kl(run.table)
     lin = t[t["target"] == "linear regression"]
@@ -82,12 +77,8 @@ def test_theorem1_quick_study(quick_study):
 
 @pytest.mark.slow
 def test_marginalization_quick_study(quick_study):
-    run, page = quick_study("marginalization")
-    assert run.failed == 0
-    text = page.read_text()
-    for png in ("tv.png", "marginals_mixture.png", "marginals_funnel.png", "marginals_bnn.png"):
-        assert png in text and (page.parent / png).stat().st_size > 1000
-    assert "Finding." in text and "Transfer" in text
+    figures = ("tv.png", "marginals_mixture.png", "marginals_funnel.png", "marginals_bnn.png")
+    run, text = rendered_page(quick_study, "marginalization", figures, "Transfer")
     module = __import__("sys").modules["workbench_studies.marginalization"]
     s = module.summary(run.table).set_index(["target", "method"])
     assert ((s["tv_kde"].dropna() <= 1) & (s["tv_kde"].dropna() >= 0)).all()

@@ -53,3 +53,6 @@ def test_reference_standard():
     bad = good._replace(r_hat_max=1.077, ess_bulk_min=35.0, divergences=3)
     passes, why = D.passes_reference_standard(bad)
     assert not passes and "R-hat 1.077" in why and "ESS 35" in why and "3 divergences" in why
+    low_energy = good._replace(bfmi_min=0.12)
+    assert D.passes_reference_standard(low_energy) == (False, "E-BFMI 0.12 (needs > 0.2)")
+    assert D.passes_reference_standard(good._replace(bfmi_min=np.nan))[0]  # no energies: not checked

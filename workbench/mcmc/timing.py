@@ -7,7 +7,7 @@ import time
 import numpy as np
 from numba import types
 
-from ..jit import jit, target_kernel, VEC
+from ..jit import VEC, jit, target_kernel
 from ..rng import fill_standard_normal
 
 

@@ -16,7 +16,6 @@ from .metropolis import IndependenceMH, RandomWalkMH
 from .nn4post import MeanFieldVI, NN4Post, VIDivergenceError
 
 
-
 def available() -> list[str]:
     """The names of the methods (classes a spec's ``"method"`` may name)."""
     return sorted(n for n, v in globals().items()

@@ -185,8 +185,8 @@ class Method:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, np.ndarray) or (f.name == "init" and value is not None and not isinstance(value, str)):
-                value = np.asarray(value).tolist()
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
             elif value is not None and not isinstance(value, (bool, int, float, str, list, tuple, dict)):
                 value = type(value).__name__
             out[f.name] = value

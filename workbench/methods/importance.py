@@ -29,7 +29,7 @@ from numba import types
 from scipy.special import logsumexp
 
 from ..approximations import StudentT, check_proposal, draw_from
-from ..jit import target_kernel, VEC
+from ..jit import VEC, target_kernel
 from ..metrics import kish_ess
 from ..result import Budget, Result
 from ..target import Target

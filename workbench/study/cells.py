@@ -16,7 +16,6 @@ cluster needs no shared file system.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -28,6 +27,7 @@ import numpy as np
 
 from .. import metrics
 from ..diagnostics import health_flags
+from ..methods import build_method
 
 # draws kept per chain for the figures (the table's metrics use all draws; weighted draws are
 # importance-resampled from all of them)
@@ -72,12 +72,6 @@ class Cell:
         }
 
 
-def spec_hash(fields: dict) -> str:
-    """A stable 16-hex-digit hash of a JSON-able dict (key order does not matter)."""
-    text = json.dumps(fields, sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def target_label(spec: dict) -> str:
     """A short readable name for a target spec: gaussian(dim=10, scales=logspace)."""
     args = ", ".join(f"{k}={v}" for k, v in spec.items() if k != "factory")
@@ -98,19 +92,6 @@ def _target_from_json(text: str):
 def build_target(spec: dict):
     """The target a spec describes (cached per process: building a BNN target loads data)."""
     return _target_from_json(json.dumps(spec, sort_keys=True))
-
-
-def build_method(spec: dict):
-    """The method a spec describes: {"method": "NUTS", **settings}."""
-    from ..methods import build_method as build
-
-    return build(spec)
-
-
-def methods_available() -> list[str]:
-    from ..methods import available
-
-    return available()
 
 
 def _thin(draws: np.ndarray, keep: int) -> np.ndarray:

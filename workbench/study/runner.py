@@ -23,9 +23,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..cache import CellCache
+from ..cache import CellCache, spec_hash
 from ..references import DEFAULT_REFERENCE, reference_key, references_cache
-from .cells import Cell, build_target, run_cell, run_reference, spec_hash, target_label
+from .cells import Cell, build_target, run_cell, run_reference, target_label
 from .executors import make_executor
 
 

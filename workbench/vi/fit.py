@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from ..jit import CHAIN_RETURN, C_PROGRESS, C_STOP, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
