@@ -27,17 +27,13 @@ Parameters live in one flat vector [a (K), mu (K x d), zeta (K x d)]. Per step t
    gradient blocks.
 
 A call runs steps [t_start, t_stop) and can be resumed: the optimiser's moments and the
-stopping rule's running numbers live in ``state`` ([m1 (P), m2 (P), best, window sum,
-stale windows, step the annealing began (-1: not yet), rate then]), so a fit run in
-segments is the same fit as one run at once (the caller adapts components between segments).
+stopping rule's running numbers live in ``state`` ([m1 (P), m2 (P), then ``stopping.py``'s
+numbers]), so a fit run in segments is the same fit as one run at once (the caller adapts
+components between segments).
 
-Stopping: after ``steps``; before a step the target-gradient budget cannot pay for; when the
-ELBO's running mean stops improving (means over windows of ``window`` steps: the best window
-mean has not improved by more than tol x (1 + |best|) for ``patience`` windows; tol = 0
-switches this off). A plateau reached while the learning rate is still above its final value
-lr x lr_final is the noise floor of that rate, not the optimum: the rate is then annealed
-geometrically to its final value over ``patience`` windows, and the fit stops after them
-(with lr_final = 1 it stops at once). It also stops at a non-finite loss or parameter, keeping the last finite
+Stopping: after ``steps``; before a step the target-gradient budget cannot pay for; at the
+ELBO's plateau (the rule and the rate's anneal in ``stopping.py``; tol = 0 switches it off);
+at a non-finite loss or parameter, keeping the last finite
 parameters (status NONFINITE); or when the caller sets control[C_STOP].
 """
 
@@ -51,6 +47,7 @@ from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
+from .stopping import annealed_out, learning_rate, new_plateau, record_elbo
 
 # integer settings
 (I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
@@ -131,11 +128,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
     status = STATUS_STEPS
     t_start = isettings[I_T_START]
     done = t_start
-    best = state[2 * n_par]
-    window_sum = state[2 * n_par + 1]
-    stale = int(state[2 * n_par + 2])
-    t_anneal = int(state[2 * n_par + 3])
-    lr_anneal = state[2 * n_par + 4]
+    plateau = state[2 * n_par :]  # the stopping rule's running numbers (stopping.py)
     lr_end = fsettings[F_LR] * fsettings[F_LR_FINAL]
     anneal_steps = max(patience * window, 1)
     for t in range(t_start, isettings[I_T_STOP]):
@@ -145,7 +138,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         if budget >= 0 and n_grad + k * n_s > budget:
             status = STATUS_BUDGET
             break
-        if t_anneal >= 0 and t - t_anneal >= anneal_steps:
+        if annealed_out(t, anneal_steps, plateau):
             status = STATUS_CONVERGED
             break
         r = rescale_factor(t, steps, dynamic_r, fsettings[F_R], fsettings[F_R_START],
@@ -196,10 +189,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             mean /= k
             for i in range(k):
                 grad_a[i] -= mean
-        if t_anneal >= 0:
-            lr = lr_anneal * (lr_end / lr_anneal) ** ((t - t_anneal) / anneal_steps)
-        else:
-            lr = fsettings[F_LR] * fsettings[F_LR_FINAL] ** (t / steps)
+        lr = learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
         if isettings[I_SCALE_BY_SIGMA] != 0:
             # each mean steps in units of its component's sd at this step, as the loss computed
             # it (frozen entries stay 0)
@@ -235,27 +225,9 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         traces[t, 6] = _norm(grads[k + k * d :])
         done = t + 1
         control[C_PROGRESS] = done
-        if tol > 0.0 and window > 0:
-            window_sum += -loss
-            if done % window == 0:
-                mean = window_sum / window
-                window_sum = 0.0
-                if mean > best + tol * (1.0 + abs(best if math.isfinite(best) else mean)):
-                    best = mean
-                    stale = 0
-                elif t_anneal < 0:
-                    stale += 1
-                    if stale >= patience:
-                        if lr <= lr_end * (1.0 + 1e-12):
-                            status = STATUS_CONVERGED
-                            break
-                        t_anneal = done  # a plateau of this rate: anneal to the final rate, then stop
-                        lr_anneal = lr
-    state[2 * n_par] = best
-    state[2 * n_par + 1] = window_sum
-    state[2 * n_par + 2] = stale
-    state[2 * n_par + 3] = t_anneal
-    state[2 * n_par + 4] = lr_anneal
+        if record_elbo(-loss, done, window, patience, tol, lr, lr_end, plateau):
+            status = STATUS_CONVERGED
+            break
     return done, n_grad, status, 0.0
 
 
@@ -275,8 +247,5 @@ def no_batch_form(theta, grad_out, data, rows, scale):
 
 
 def new_state(n_params: int) -> np.ndarray:
-    """A fresh ``state`` for ``_fit``: zero moments, no best window yet."""
-    state = np.zeros(2 * n_params + 5)
-    state[2 * n_params] = -math.inf
-    state[2 * n_params + 3] = -1.0
-    return state
+    """A fresh ``state`` for ``_fit``: zero Adam moments, then the stopping rule's numbers."""
+    return np.concatenate([np.zeros(2 * n_params), new_plateau()])
