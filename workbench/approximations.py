@@ -186,3 +186,80 @@ class GaussianMixture:
 
     def __repr__(self) -> str:
         return f"GaussianMixture(K={self.weights.size}, dim={self.dim})"
+
+
+class LowRankGaussian:
+    """N(mean, cov) with cov = diag(alpha) + beta gamma beta^T: the L-BFGS inverse Hessian
+    of Pathfinder (Zhang, Carpenter, Gelman and Vehtari 2022, eq. II.1), alpha (d,) > 0,
+    beta (d, m), gamma (m, m) symmetric, m << d.
+
+    O(d m) memory and O(d m) per draw or density, after one thin QR of
+    diag(alpha)^-1/2 beta = Q R (O(d m^2)): then cov = A A^T with
+    A = diag(alpha)^1/2 (I + Q (L - I) Q^T) and L the Cholesky factor of I + R gamma R^T
+    (the paper's Algorithm 4). ``cov`` forms the dense matrix on request.
+    Raises ``numpy.linalg.LinAlgError`` when cov is not positive definite.
+    """
+
+    def __init__(self, mean, alpha, beta, gamma):
+        self.mean = np.asarray(mean, dtype=float).ravel()
+        self.alpha = np.asarray(alpha, dtype=float).ravel()
+        self.beta = np.atleast_2d(np.asarray(beta, dtype=float))
+        self.gamma = np.atleast_2d(np.asarray(gamma, dtype=float))
+        d = self.mean.size
+        if self.alpha.shape != (d,) or self.beta.shape[0] != d or self.gamma.shape != (self.beta.shape[1],) * 2:
+            raise ValueError(f"mean {self.mean.shape}, alpha {self.alpha.shape}, beta {self.beta.shape} and "
+                             f"gamma {self.gamma.shape} disagree")
+        if not (np.all(self.alpha > 0) and np.all(np.isfinite(self.alpha))):
+            raise np.linalg.LinAlgError("the diagonal alpha must be positive and finite")
+        self._sqrt_alpha = np.sqrt(self.alpha)
+        self.q, r = np.linalg.qr(self.beta / self._sqrt_alpha[:, None])
+        inner = np.eye(r.shape[0]) + r @ self.gamma @ r.T
+        self.chol = np.linalg.cholesky(0.5 * (inner + inner.T))  # LinAlgError when not PD
+        self.log_det = float(np.sum(np.log(self.alpha)) + 2.0 * np.sum(np.log(np.diag(self.chol))))
+        if not math.isfinite(self.log_det):
+            raise np.linalg.LinAlgError("the covariance is singular")
+
+    @property
+    def dim(self) -> int:
+        return self.mean.size
+
+    @property
+    def rank(self) -> int:
+        return self.q.shape[1]
+
+    @property
+    def cov(self) -> np.ndarray:
+        cov = self.beta @ self.gamma @ self.beta.T
+        cov[np.diag_indices(self.dim)] += self.alpha
+        return 0.5 * (cov + cov.T)
+
+    @property
+    def sd(self) -> np.ndarray:
+        # diag of alpha^1/2 (I + Q (L L^T - I) Q^T) alpha^1/2, without forming the d x d matrix
+        inner = self.chol @ self.chol.T - np.eye(self.rank)
+        return np.sqrt(self.alpha * (1.0 + np.sum((self.q @ inner) * self.q, axis=1)))
+
+    def logpdf(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        y = (x - self.mean) / self._sqrt_alpha  # (n, d)
+        u = y @ self.q  # (n, m)
+        # cov^-1 = alpha^-1/2 (I + Q ((L L^T)^-1 - I) Q^T) alpha^-1/2
+        v = linalg.solve_triangular(self.chol, u.T, lower=True)
+        quad = np.sum(y * y, axis=1) - np.sum(u * u, axis=1) + np.sum(v * v, axis=0)
+        return -0.5 * (self.log_det + quad + self.dim * math.log(2 * math.pi))
+
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        rng = np.random.default_rng(rng)
+        u = rng.standard_normal((n, self.dim))
+        return self.transform(u)
+
+    def transform(self, u: np.ndarray) -> np.ndarray:
+        """The points mean + A u for standard normal rows u (n, d)."""
+        qu = u @ self.q
+        return self.mean + self._sqrt_alpha * (u + (qu @ (self.chol - np.eye(self.rank)).T) @ self.q.T)
+
+    def marginal_pdf(self, k: int, x) -> np.ndarray:
+        return stats.norm.pdf(x, self.mean[k], self.sd[k])
+
+    def __repr__(self) -> str:
+        return f"LowRankGaussian(dim={self.dim}, rank={self.rank})"

@@ -9,11 +9,13 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 
 from .base import Method
 from .exact import Exact
+from .full_rank_vi import FullRankVI
 from .hmc import HMC, NUTS
 from .importance import ImportanceSampling, RejectionSampling
 from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
 from .nn4post import MeanFieldVI, NN4Post, VIDivergenceError
+from .pathfinder import Pathfinder, PathfinderError
 
 
 def available() -> list[str]:
@@ -50,6 +52,7 @@ __all__ = [
     "build_method",
     "method_class",
     "Exact",
+    "FullRankVI",
     "HMC",
     "ImportanceSampling",
     "IndependenceMH",
@@ -59,6 +62,8 @@ __all__ = [
     "NN4Post",
     "Method",
     "NUTS",
+    "Pathfinder",
+    "PathfinderError",
     "RandomWalkMH",
     "RejectionSampling",
     "VIDivergenceError",

@@ -8,6 +8,7 @@ during warmup (``adapt_mass="gradient"`` by default, the scheme that measured be
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from ..mcmc.mass_adaptation import SCHEMES, MASS_STAN, stan_windows
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive_int
-from .sampling import ChainSampler
+from .sampling import ChainSampler, start_chains
 
 # The gradient-based scheme's schedule, as fractions of warmup (after nutpie's defaults):
 # switch windows every 10 draws during the first 30%, every 80 afterwards, and keep the
@@ -51,6 +52,33 @@ class _Hamiltonian(ChainSampler):
     def _algorithm_settings(self) -> tuple[int, int, int, float]:  # pragma: no cover
         raise NotImplementedError
 
+    def start_chains(self, kernel, target: Target, seed: int, budget: Budget):
+        """The chain template's set-up; with ``init="pathfinder"`` the starting points and the
+        initial metric come from a Pathfinder fit (see :meth:`_pathfinder_start`)."""
+        if isinstance(self.init, str) and self.init == "pathfinder":
+            chains = start_chains(self, kernel, target, seed, budget)
+            chains.x0, chains.inv_mass, spent = self._pathfinder_start(target, seed, budget)
+            chains.start_grad_evals = spent
+            if budget.grad_evals is not None:
+                chains.budget = dataclasses.replace(budget, grad_evals=max(budget.grad_evals - spent, len(chains.rngs)))
+            return chains
+        return super().start_chains(kernel, target, seed, budget)
+
+    def _pathfinder_start(self, target: Target, seed: int, budget: Budget) -> tuple[np.ndarray, np.ndarray, int]:
+        """(starting points, inverse metric, gradients spent) from single-path Pathfinder:
+        each chain starts at its own draw from the Pathfinder Gaussian, and the diagonal
+        metric starts at that Gaussian's variances (BlackJAX's and Stan's Pathfinder
+        initialisation). Under a gradient budget Pathfinder may spend a tenth of it."""
+        from .pathfinder import Pathfinder
+
+        share = None if budget.grad_evals is None else max(budget.grad_evals // 10, 20)
+        fit = Pathfinder(draws=self.chains, progress=False).run(
+            target, seed=int(np.random.SeedSequence([seed, 0x9A7F]).generate_state(1)[0]), grad_budget=share)
+        draws = fit.draws[0]
+        for c in range(self.chains):
+            target.check_point(draws[c], what=f"starting point of chain {c} (a Pathfinder draw)")
+        return np.ascontiguousarray(draws), fit.approximation.sd ** 2, fit.cost.grad_evals
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         chains = self.start_chains(K.hamiltonian_chain, target, seed, budget)
         n_warmup = chains.n_warmup
@@ -78,6 +106,9 @@ class _Hamiltonian(ChainSampler):
         fsettings[K.F_JITTER] = jitter
 
         inv_mass = np.ones((self.chains, target.dim))
+        pathfinder_evals = chains.start_grad_evals
+        if chains.inv_mass is not None:
+            inv_mass[:] = chains.inv_mass
         run = chains.sample(
             lambda c, draws, stats, control: chains.kernel(
                 target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
@@ -85,7 +116,14 @@ class _Hamiltonian(ChainSampler):
             ),
             len(K.STAT_NAMES),
         )
-        return chains.result(run, K.STAT_NAMES, info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass})
+        result = chains.result(run, K.STAT_NAMES, info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass})
+        if pathfinder_evals:  # Pathfinder's gradients are part of the warmup's cost
+            result.cost.grad_evals += pathfinder_evals
+            result.cost.logp_evals += pathfinder_evals
+            result.cost.warmup_grad_evals += pathfinder_evals
+            result.info["pathfinder_grad_evals"] = pathfinder_evals
+            result.messages.insert(0, f"started from Pathfinder draws and its variances ({pathfinder_evals} gradients)")
+        return result
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,8 @@ def pareto_khat(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     from arviz_stats.base import array_stats
 
     finite = np.isfinite(log_w)
+    if finite.sum() < 20:  # PSIS fits a tail of 3 sqrt(n) draws: too few here to say anything
+        return log_w - logsumexp(log_w), math.nan
     try:
         # psislw is the LOO routine: its input is a log-likelihood, i.e. MINUS the log ratio
         smoothed, khat = array_stats.psislw(-log_w[finite])

@@ -98,6 +98,39 @@ def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
     return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
 
 
+
+def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], dict]:
+    """What a VI fit says about how it stopped: the status line, and a warning when it
+    stopped on its budget or step count while its ELBO was still rising; with the slope
+    numbers for ``result.info``."""
+    n = len(elbo)
+    messages = {
+        F.STATUS_CONVERGED: [f"stopped at step {n}: the ELBO's running mean stopped improving "
+                             "(and the learning rate was then annealed to its final value)"],
+        F.STATUS_BUDGET: [f"gradient budget spent after {n} steps"],
+        F.STATUS_STOPPED: [f"interrupted after {n} steps"],
+    }.get(status, [])
+    slope, slope_t = elbo_slope(elbo)
+    if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, tol):
+        messages.append(
+            f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
+            f"{_tail_length(n)} of {n} steps (t = {slope_t:.1f}) when the "
+            f"{'gradient budget' if status == F.STATUS_BUDGET else 'step count'} ended; give more steps or budget"
+        )
+    return messages, {"elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
+
+
+def pareto_check(target: Target, approx, draws: np.ndarray) -> tuple[float, list[str]]:
+    """The Pareto k-hat of q against the target from q's draws (Yao et al. 2018; ArviZ's
+    PSIS), with a warning above 0.7. Costs one density evaluation per draw."""
+    khat = pareto_khat(compute_log_ratios(target, approx, draws))[1]
+    if khat > PARETO_K_GOOD:
+        return khat, [
+            f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
+            "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
+        ]
+    return khat, []
+
 class _ComponentAdapter:
     """Moves dead or duplicate components to modes q does not cover yet, between windows of the fit.
 
@@ -609,30 +642,11 @@ class NN4Post(Method):
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), max(self.converge_window, 1)) :]
-        messages = {
-            F.STATUS_CONVERGED: [f"stopped at step {len(traces)}: the ELBO's running mean stopped improving "
-                                 "(and the learning rate was then annealed to its final value)"],
-            F.STATUS_BUDGET: [f"gradient budget spent after {len(traces)} steps"],
-            F.STATUS_STOPPED: [f"interrupted after {len(traces)} steps"],
-        }.get(status, [])
-        slope, slope_t = elbo_slope(elbo)
-        info = {"status": int(status), "steps": len(traces), "params": params.copy(),
-                "elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
-        if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, self.converge_tol):
-            messages.append(
-                f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
-                f"{_tail_length(len(elbo))} of {len(elbo)} steps (t = {slope_t:.1f}) when the "
-                f"{'gradient budget' if status == F.STATUS_BUDGET else 'step count'} ended; give more steps or budget"
-            )
+        messages, slope_info = fit_messages(elbo, status, self.converge_tol)
+        info = {"status": int(status), "steps": len(traces), "params": params.copy(), **slope_info}
         pooled = draws.reshape(-1, d)
-        log_ratio = compute_log_ratios(target, approx, pooled)
-        khat = pareto_khat(log_ratio)[1]
-        info["pareto_k"] = khat
-        if khat > PARETO_K_GOOD:
-            messages.append(
-                f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
-                "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
-            )
+        info["pareto_k"], khat_messages = pareto_check(target, approx, pooled)
+        messages += khat_messages
         return self.result(
             target, seed, draws, clock,
             # the k-hat diagnostic's densities at the draws are counted as density evaluations only

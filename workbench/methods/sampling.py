@@ -94,6 +94,8 @@ class Chains:
     x0: np.ndarray | None  # (chains, d) starting points
     n_warmup: int
     n_draws: int
+    inv_mass: np.ndarray | None = None  # a starting metric, when the start gives one
+    start_grad_evals: int = 0  # gradients spent finding the starting points
 
     @property
     def n_total(self) -> int:
@@ -186,7 +188,8 @@ class ChainSampler(Method):
     """Settings every MCMC sampler shares (same names across methods, DESIGN.md).
 
     ``init``: None (the target's initial point jittered by uniform(-init_jitter,
-    init_jitter) per chain), one point (d,), or (chains, d). ``progress``: None shows a
+    init_jitter) per chain), one point (d,), or (chains, d); HMC and NUTS also take
+    ``"pathfinder"`` (each chain from a Pathfinder draw, the metric from its variances). ``progress``: None shows a
     bar on a terminal only. ``threads``: default one per chain up to the number of cores.
     """
 
@@ -209,6 +212,11 @@ class ChainSampler(Method):
 
     def start_chains(self, kernel, target: Target, seed: int, budget: Budget) -> Chains:
         """:func:`start_chains` with the starting points from ``init`` / ``init_jitter``."""
+        if isinstance(self.init, str):
+            raise ValueError(
+                f"init={self.init!r} is not a starting point; {self.name} takes None, a point ({target.dim},) or "
+                f"an array (chains, {target.dim})" + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
+            )
         chains = start_chains(self, kernel, target, seed, budget)
         chains.x0 = initial_points(target, chains.rngs, self.init, self.init_jitter)
         return chains

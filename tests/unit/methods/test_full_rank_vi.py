@@ -1,0 +1,78 @@
+"""workbench/methods/full_rank_vi.py and workbench/vi/full_rank.py: the full-rank Gaussian
+fit recovers a correlated Gaussian, its gradient, budgets, seeds and bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.methods import FullRankVI
+from workbench.vi import full_rank as FR
+
+
+def test_pack_and_unpack_are_inverse():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 4))
+    chol = np.linalg.cholesky(a @ a.T + np.eye(4))
+    mean, back = FR.unpack(FR.pack(np.arange(4.0), chol))
+    np.testing.assert_allclose(back, chol, atol=1e-12)
+    np.testing.assert_array_equal(mean, np.arange(4.0))
+
+
+def test_fit_from_the_identity_recovers_a_correlated_gaussian():
+    """From N(initial point, I), the fit finds the covariance of a Gaussian with sds 0.3..3
+    and correlation 0.7 (the optimum of KL(q || p) is the target itself)."""
+    target = wb.targets.gaussian(dim=4, scales=np.array([0.3, 1.0, 2.0, 3.0]), correlation=0.7)
+    result = FullRankVI(init="point", steps=6000, progress=False).run(target, seed=0)
+    q = result.approximation
+    sd = np.sqrt(np.diag(target.truth.cov))
+    assert np.max(np.abs(q.mean - target.truth.mean) / sd) < 0.05
+    assert np.max(np.abs(q.sd / sd - 1)) < 0.05
+    corr = q.cov / np.outer(q.sd, q.sd)
+    assert np.max(np.abs(corr - target.truth.cov / np.outer(sd, sd))) < 0.03
+    # the ELBO is a lower bound on log Z, and close to it when q = p
+    assert result.log_z <= target.truth.log_z + 4 * result.log_z_se + 1e-9
+    assert result.log_z == pytest.approx(target.truth.log_z, abs=0.02)
+    assert set(result.stats) == set(FR.TRACE_NAMES)
+
+
+def test_the_laplace_start_costs_its_gradients_and_is_reported():
+    target = wb.targets.logistic_regression(dataset="breast_cancer")
+    result = FullRankVI(steps=50, progress=False).run(target, seed=0)
+    start = result.info["start_grad_evals"]
+    assert start > 0  # the ascent (the target's Hessian is analytic)
+    assert result.cost.grad_evals == start + 50 * 10
+    assert "Laplace approximation of a mode" in result.messages[0]
+
+
+def test_budget_and_seed():
+    target = wb.targets.gaussian(dim=3, correlation=0.5)
+    a = FullRankVI(progress=False).run(target, seed=3, grad_budget=500)
+    assert a.cost.grad_evals <= 500
+    assert any("budget" in m for m in a.messages)
+    b = FullRankVI(progress=False).run(target, seed=3, grad_budget=500)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    np.testing.assert_array_equal(a.stats["elbo"], b.stats["elbo"])
+
+
+def test_init_from_a_fitted_gaussian():
+    target = wb.targets.gaussian(dim=3, correlation=0.5)
+    laplace = wb.methods.Laplace().run(target, seed=0)
+    result = FullRankVI(init_from=laplace, steps=10, progress=False).run(target, seed=0)
+    assert result.info["start_grad_evals"] == 0
+    np.testing.assert_allclose(result.approximation.mean, target.truth.mean, atol=0.1)
+
+
+@pytest.mark.parametrize("setting, value", [("samples", 0), ("steps", 0), ("learning_rate", -0.1),
+                                            ("learning_rate", math.nan), ("lr_final", 0.0), ("init", "box"),
+                                            ("init_from", 3.0), ("converge_tol", -1.0)])
+def test_bad_settings_name_the_setting(setting, value):
+    with pytest.raises(ValueError, match=setting):
+        FullRankVI(**{setting: value})
+
+
+def test_a_divergent_fit_raises_with_what_it_had():
+    target = wb.targets.gaussian(dim=2, scales=np.array([1e-3, 1.0]))
+    with pytest.raises(wb.methods.VIDivergenceError):
+        FullRankVI(init="point", learning_rate=50.0, steps=200, progress=False).run(target, seed=0)

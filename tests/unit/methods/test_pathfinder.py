@@ -1,0 +1,152 @@
+"""workbench/methods/pathfinder.py and workbench/vi/pathfinder.py: the L-BFGS inverse Hessian,
+Pathfinder's Gaussians on Gaussian targets, multi-path importance resampling, budgets, seeds
+and bad input."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.errors import NonFiniteDensityError
+from workbench.methods import Pathfinder, PathfinderError
+from workbench.vi import pathfinder as P
+
+
+def test_compact_inverse_hessian_equals_the_bfgs_recursion():
+    """Byrd-Nocedal-Schnabel's compact form (the paper's eq. II.2) is the BFGS update of
+    diag(alpha) by the history pairs, applied one after the other."""
+    rng = np.random.default_rng(1)
+    d, m = 8, 4
+    a = rng.standard_normal((d, d))
+    hess = a @ a.T + d * np.eye(d)
+    s = rng.standard_normal((d, m))
+    z = hess @ s
+    alpha = rng.uniform(0.05, 0.2, d)
+    h = np.diag(alpha)
+    for i in range(m):
+        rho = 1.0 / (z[:, i] @ s[:, i])
+        v = np.eye(d) - rho * np.outer(z[:, i], s[:, i])
+        h = v.T @ h @ v + rho * np.outer(s[:, i], s[:, i])
+    beta, gamma = P.inverse_hessian_factors(alpha, s, z)
+    np.testing.assert_allclose(np.diag(alpha) + beta @ gamma @ beta.T, h, atol=1e-12)
+
+
+def test_diagonal_update_keeps_the_exact_inverse_hessian():
+    """Algorithm 3's update has the true inverse Hessian of a diagonal quadratic as a fixed point."""
+    hess = np.array([1.0, 4.0, 100.0])
+    s = np.array([0.3, -1.0, 0.2])
+    np.testing.assert_allclose(P.update_diagonal(1.0 / hess, s, hess * s), 1.0 / hess)
+
+
+def test_a_pair_without_positive_curvature_is_not_used():
+    gaussians = P.PathGaussians(2, history_size=3)
+    assert gaussians.add(np.zeros(2), np.zeros(2)) is None  # the start: no pair yet
+    # the gradient of log p grows along the step: negative curvature of -log p
+    assert gaussians.add(np.array([1.0, 0.0]), np.array([1.0, 0.0])) is None
+    assert gaussians.rejected_pairs == 1 and not gaussians.s
+    q = gaussians.add(np.array([2.0, 0.0]), np.array([0.5, 0.0]))
+    assert q is not None and len(gaussians.s) == 1
+
+
+@pytest.mark.parametrize("dim, correlation", [(5, 0.8), (100, 0.5), (100, 0.9)])
+def test_pathfinder_is_exact_on_gaussian_targets(dim, correlation):
+    """At the optimum of a Gaussian with an equicorrelated covariance (diagonal plus rank one),
+    the L-BFGS inverse Hessian is the covariance: mean and covariance to optimiser tolerance,
+    and the ELBO is log Z."""
+    target = wb.targets.gaussian(dim=dim, correlation=correlation)
+    result = Pathfinder(progress=False).run(target, seed=0)
+    q = result.approximation
+    np.testing.assert_allclose(q.mean, target.truth.mean, atol=1e-6)
+    np.testing.assert_allclose(q.cov, target.truth.cov, atol=5e-3 * np.max(target.truth.cov))
+    assert result.stats["elbo"][result.info["paths"][0]["best_iteration"]] == pytest.approx(target.truth.log_z, abs=0.05)
+    assert result.draws.shape == (1, 1000, dim)
+    assert result.info["pareto_k"] < 0.7 and not any("k-hat" in m for m in result.messages)
+
+
+def test_multi_path_pools_with_normalised_psis_weights():
+    target = wb.targets.linear_regression(dataset="diabetes")
+    result = Pathfinder(paths=3, draws=400, progress=False).run(target, seed=1)
+    assert len(result.info["paths"]) == 3
+    log_w = result.info["log_weights"]
+    assert log_w.shape == (3 * 400,)
+    assert np.exp(log_w).sum() == pytest.approx(1.0, abs=1e-12)
+    assert math.isfinite(result.info["pareto_k"])
+    assert 0 < result.info["ess_fraction"] <= 1
+    assert result.draws.shape == (1, 400, target.dim)
+    # every path's evaluations and the pool's densities are paid for
+    assert result.cost.grad_evals == sum(p["grad_evals"] for p in result.info["paths"]) + 3 * 400
+    assert math.isfinite(result.log_z) and result.log_z_se > 0
+
+
+@pytest.mark.parametrize("paths, budget", [(1, 150), (2, 800)])
+def test_pathfinder_respects_the_gradient_budget(paths, budget):
+    target = wb.targets.logistic_regression(dataset="breast_cancer")
+    result = Pathfinder(paths=paths, draws=200, progress=False).run(target, seed=0, grad_budget=budget)
+    assert result.cost.grad_evals <= budget
+    assert any(p["lbfgs"] == "gradient budget spent" for p in result.info["paths"])
+    unlimited = Pathfinder(paths=paths, draws=200, progress=False).run(target, seed=0)
+    assert unlimited.cost.grad_evals > budget
+
+
+def test_same_seed_same_result():
+    target = wb.targets.banana(dim=2)
+    a = Pathfinder(paths=2, draws=300, progress=False).run(target, seed=5)
+    b = Pathfinder(paths=2, draws=300, progress=False).run(target, seed=5)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    np.testing.assert_array_equal(a.approximation.cov, b.approximation.cov)
+    assert a.cost.grad_evals == b.cost.grad_evals
+    c = Pathfinder(paths=2, draws=300, progress=False).run(target, seed=6)
+    assert not np.array_equal(a.draws, c.draws)
+
+
+@pytest.mark.parametrize("setting, value", [("paths", 0), ("history_size", 0), ("elbo_draws", 0), ("draws", 0),
+                                            ("init_jitter", -1.0), ("gtol", 0.0)])
+def test_bad_settings_name_the_setting(setting, value):
+    with pytest.raises(ValueError, match=setting):
+        Pathfinder(**{setting: value})
+
+
+@numba.njit
+def _half_space_logp_grad(theta, grad_out, data):
+    # a standard normal restricted to x0 > 1: every Gaussian of the path straddles the wall
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+    if theta[0] <= 1.0:
+        return -math.inf
+    return -0.5 * np.sum(theta * theta)
+
+
+def _half_space(initial):
+    return wb.Target.from_numba(_half_space_logp_grad, dim=2, initial_point=np.array(initial), name="half space",
+                                validate=False)
+
+
+def test_a_density_that_is_not_finite_at_the_start_is_a_clear_error():
+    with pytest.raises(NonFiniteDensityError, match="starting point"):
+        Pathfinder(init_jitter=0.0, progress=False).run(_half_space([-3.0, 0.0]), seed=0)
+
+
+def test_all_paths_failing_is_a_clear_error():
+    with pytest.raises(PathfinderError, match="no path produced a Gaussian with a finite ELBO") as info:
+        Pathfinder(paths=2, init_jitter=0.1, progress=False).run(_half_space([1.5, 0.0]), seed=0)
+    assert len(info.value.paths) == 2
+
+
+def test_a_failed_path_is_dropped_and_reported(monkeypatch):
+    original = Pathfinder._one_path
+    calls = []
+
+    def one_path(self, target, x0, rng, limit, control):
+        out = original(self, target, x0, rng, limit, control)
+        calls.append(1)
+        if len(calls) == 1:  # the first path to finish fails as a path whose ELBOs are all -inf would
+            out.update(best=None, elbo=-math.inf, message="ABNORMAL_TERMINATION_IN_LNSRCH")
+        return out
+
+    monkeypatch.setattr(Pathfinder, "_one_path", one_path)
+    target = wb.targets.gaussian(dim=3, correlation=0.5)
+    result = Pathfinder(paths=3, draws=200, progress=False).run(target, seed=0)
+    assert any("dropped path" in m and "ABNORMAL" in m for m in result.messages)
+    assert result.info["log_weights"].shape == (2 * 200,)

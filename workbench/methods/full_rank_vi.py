@@ -1,0 +1,209 @@
+"""``FullRankVI``: a full-covariance Gaussian fitted by the reparameterised ELBO (ADVI's
+full-rank family, Kucukelbir et al. 2017). The kernel is ``workbench/vi/full_rank.py``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import modes as M
+from ..approximations import Gaussian
+from ..result import Budget, Result
+from ..target import Target
+from ..vi import fit as F
+from ..vi import full_rank as FR
+from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
+from .nn4post import DEFAULT_STEPS, VIDivergenceError, fit_messages, pareto_check
+
+INITS = ("laplace", "mode", "point")
+
+
+@dataclass(frozen=True)
+class FullRankVI(Method):
+    """Full-rank Gaussian VI: q = N(mu, L L^T), L lower triangular with a positive diagonal.
+
+    Parameters
+    ----------
+    steps : optimisation steps; None (default) gives 5,000, or under a gradient budget as many
+        as the budget pays for (the stopping rule may end the fit sooner).
+    samples : reparameterised draws per step (each one gradient).
+    learning_rate : Adam's rate, in units of each coordinate's current marginal sd; None gives
+        min(0.05, sqrt(2 / P)) for P = d (d + 3) / 2 free parameters: Adam's steps at a noisy
+        optimum jitter every parameter by about the rate, which costs about P rate^2 / 2 nats
+        of KL, so the cap keeps that near 1 nat at the start and, after the decay to
+        ``lr_final`` (0.1), near 0.01 nats at the end.
+    lr_final : the ratio the rate decays to, exponentially over the steps.
+    init : "laplace" (default): L-BFGS from the target's initial point to a mode, and L the
+        Cholesky factor of the Laplace covariance (-H)^-1 there (the target's Hessian, or
+        central differences of its gradient: 2 d gradients; up to d = 500, above which, and
+        where -H is not positive definite, the diagonal of "mode"). On a near-Gaussian
+        posterior the fit then starts close to its optimum, and the ELBO corrects what the
+        curvature at the mode gets wrong. "mode": the same mode with L the diagonal of its
+        mean-field sds 1 / sqrt(-H_jj) (the start ``MeanFieldVI`` takes from its first mode).
+        "point": the initial point with L = ``init_scale`` I (ADVI's start). Every gradient of
+        the start is counted. ``init_from`` overrides all three: any object with ``mean`` and
+        ``cov`` (a Laplace or Pathfinder fit, or a result holding one).
+    converge_window, converge_patience, converge_tol : the stopping rule
+        (``workbench/vi/stopping.py``); tol = 0 switches it off.
+    draws, chains : draws from q returned as ``Result.draws``.
+
+    ``result.approximation`` is a :class:`~workbench.approximations.Gaussian` (analytic
+    marginals); ``result.log_z`` is the ELBO (a lower bound on log Z, mean of the last
+    window); ``result.stats`` holds the traces (ELBO, rate, gradient norms); the Pareto k-hat
+    of q against the target is in ``result.info["pareto_k"]``, with a warning above 0.7.
+    """
+
+    steps: int | None = None
+    samples: int = 10
+    learning_rate: float | None = None
+    lr_final: float = 0.1
+    init: str = "laplace"
+    init_scale: float = 1.0
+    init_from: Any = None
+    converge_window: int = 200
+    converge_patience: int = 5
+    converge_tol: float = 1e-4
+    draws: int = 4000
+    chains: int = 1
+    progress: bool | None = None
+
+    def __post_init__(self):
+        if self.steps is not None:
+            check_positive_int("steps", self.steps)
+        check_positive_int("samples", self.samples)
+        check_positive_int("draws", self.draws)
+        check_positive_int("chains", self.chains)
+        check_positive_int("converge_window", self.converge_window)
+        check_positive_int("converge_patience", self.converge_patience)
+        check_positive("learning_rate", self.learning_rate, allow_none=True)
+        check_positive("init_scale", self.init_scale)
+        if not (0 < self.lr_final <= 1):
+            raise ValueError(f"lr_final must lie in (0, 1], got {self.lr_final!r}")
+        if not (self.converge_tol >= 0 and math.isfinite(self.converge_tol)):
+            raise ValueError(f"converge_tol must be >= 0 and finite (0 switches the rule off), got {self.converge_tol!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {list(INITS)}, got {self.init!r}")
+        if self.init_from is not None:
+            approx = getattr(self.init_from, "approximation", self.init_from)
+            if not (hasattr(approx, "mean") and hasattr(approx, "cov")):
+                raise ValueError(
+                    f"init_from must have a mean and a cov (a Laplace or Pathfinder fit), got {type(self.init_from).__name__}"
+                )
+
+    def rate(self, dim: int) -> float:
+        """The learning rate: the one given, else min(0.05, sqrt(2 / P)), P = d (d + 3) / 2."""
+        if self.learning_rate is not None:
+            return float(self.learning_rate)
+        return min(0.05, math.sqrt(2.0 / (dim * (dim + 3) / 2)))
+
+    def _start(self, target: Target, seed: int, budget: Budget) -> tuple[np.ndarray, np.ndarray, int, str | None]:
+        """(mean, Cholesky factor, gradients spent, message) of the start."""
+        d = target.dim
+        if self.init_from is not None:
+            approx = getattr(self.init_from, "approximation", self.init_from)
+            mean = np.asarray(approx.mean, dtype=float).ravel()
+            cov = np.asarray(approx.cov, dtype=float)
+            if mean.shape != (d,) or cov.shape != (d, d):
+                raise ValueError(f"init_from has dimension {mean.size}, the target {target.name!r} has {d}")
+            return mean, np.linalg.cholesky(0.5 * (cov + cov.T)), 0, None
+        if self.init == "point":
+            target.check_point(target.initial_point)
+            return target.initial_point.copy(), self.init_scale * np.eye(d), 1, None
+        needed = M.min_grad_evals(d)
+        if budget.grad_evals is not None and budget.grad_evals < 2 * needed:
+            raise ValueError(
+                f"grad_budget={budget.grad_evals} is too small for init='mode' on {target.name!r} (d={d}): "
+                f"the ascent to the mode needs up to {needed} gradient evaluations and the fit as many again; "
+                f"give grad_budget >= {2 * needed} or init='point'"
+            )
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
+        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
+        mode = search.modes[0]
+        message = f"started at a mode found by L-BFGS ({search.grad_evals} gradients)"
+        if search.fallback:
+            message = f"the ascent to a mode did not converge; started from the best point it reached ({search.grad_evals} gradients)"
+        chol, spent = np.diag(mode.sd), search.grad_evals
+        if self.init == "laplace" and d <= M.FULL_HESSIAN_MAX_DIM and not search.fallback:
+            hess, used = M.curvature(target, mode.x)
+            spent += used
+            try:
+                chol = np.linalg.cholesky(np.linalg.inv(-hess))
+                message = f"started at the Laplace approximation of a mode found by L-BFGS ({spent} gradients)"
+            except np.linalg.LinAlgError:
+                message += "; -H is not positive definite there: the start is its mean-field diagonal"
+        return mode.x.copy(), chol, spent, message
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        clock = RunClock()
+        d = target.dim
+        kernel = clock.compile(FR.full_rank_kernel, target)
+        mean, chol, start_grads, start_message = self._start(target, seed, budget)
+        steps = budget.steps if budget.steps is not None else self.steps
+        if steps is None and budget.grad_evals is None:
+            steps = DEFAULT_STEPS
+        fit_budget = -1 if budget.grad_evals is None else max(budget.grad_evals - start_grads, 0)
+        budget_cut = False
+        if fit_budget >= 0:
+            affordable = max(1, fit_budget // self.samples)
+            budget_cut = steps is None or affordable < steps
+            steps = affordable if steps is None else min(steps, affordable)
+        params = FR.pack(mean, chol)
+        if not np.all(np.isfinite(params)):
+            raise ValueError(f"{self.name}: the initial parameters are not finite (check init_from / init_scale)")
+        state = FR.new_state(params.size)
+        average = np.empty_like(params)
+        traces = np.zeros((steps, len(FR.TRACE_NAMES)))
+        controls = np.zeros((1, 2), dtype=np.int64)
+        rng = chain_rngs(seed, 1)[0]
+        window = self.converge_window
+
+        def run_one(_):
+            return kernel(target.logp_grad, target.data, params, rng, steps, self.samples, fit_budget, window,
+                          self.converge_patience, self.rate(d), self.lr_final, self.converge_tol, state, average, traces,
+                          controls[0])
+
+        (out,), _ = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
+        done, n_grad, status, _ = out
+        clock.stop()
+        if status == F.STATUS_STEPS and budget_cut:
+            status = F.STATUS_BUDGET  # the steps were those the budget pays for
+        traces = traces[:done]
+        # the running average of the iterates (the last finite iterate when the fit diverged)
+        mu, chol = FR.unpack(params if status == F.STATUS_NONFINITE else average)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cov = chol @ chol.T
+        if not np.all(np.isfinite(cov)):
+            raise VIDivergenceError(
+                f"{self.name}: the covariance overflowed at step {done} (try a smaller learning_rate)", done, None
+            )
+        approx = Gaussian(mu, cov)
+        draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
+        elbo = traces[:, 0]
+        tail = elbo[-min(len(elbo), window):]
+        messages, slope_info = fit_messages(elbo, status, self.converge_tol)
+        if start_message:
+            messages.insert(0, start_message)
+        khat, khat_messages = pareto_check(target, approx, draws.reshape(-1, d))
+        result = self.result(
+            target, seed, draws, clock,
+            grad_evals=start_grads + n_grad,
+            # the k-hat diagnostic's densities at the draws are counted as density evaluations only
+            logp_evals=start_grads + n_grad + draws.shape[0] * draws.shape[1],
+            approximation=approx,
+            log_z=float(np.mean(tail)) if len(tail) else None,
+            log_z_se=float(np.std(tail) / math.sqrt(len(tail))) if len(tail) > 1 else None,
+            stats={name: traces[:, j].copy() for j, name in enumerate(FR.TRACE_NAMES)},
+            messages=messages + khat_messages,
+            info={"status": int(status), "steps": int(done), "start_grad_evals": int(start_grads),
+                  "pareto_k": khat, **slope_info},
+        )
+        if status == F.STATUS_NONFINITE:
+            raise VIDivergenceError(
+                f"{self.name}: the loss or a parameter became NaN or infinite at step {done}; the last finite "
+                "parameters are in .result (try a smaller learning_rate, or init='mode')",
+                done, result,
+            )
+        return result
