@@ -46,6 +46,11 @@ def methods_for(budget: int) -> list[tuple[str, dict, int | None]]:
         # the VI methods at their defaults: the budget decides the steps; 4,000 draws, as Exact's
         ("MeanFieldVI", {"method": "MeanFieldVI", **quiet}, budget),
         ("NN4Post", {"method": "NN4Post", **quiet}, budget),
+        ("FullRankVI", {"method": "FullRankVI", **quiet}, budget),
+        # multi-path Pathfinder as Stan runs it (4 paths), with as many pooled draws as a tenth
+        # of the budget pays for (their densities are part of its cost); it stops when L-BFGS
+        # converges, usually far below the budget
+        ("Pathfinder", {"method": "Pathfinder", "paths": 4, "draws": min(1000, budget // 40), **quiet}, budget),
     ]
 
 
@@ -88,12 +93,43 @@ def _finding(table: pd.DataFrame) -> str:
         med = g.groupby("method")["w1_mean"].median().sort_values()
         mixture.append(f"{int(b):,}: {med.index[0]} ({med.iloc[0]:.3f}; next {med.index[1]} {med.iloc[1]:.3f})"
                        if len(med) > 1 else f"{int(b):,}: {med.index[0]}")
+    gaussians = _gaussian_approximations(table, top)
     return (
         f"At {budget:,} gradient evaluations the smallest mean marginal Wasserstein error is reached by "
         f"{best} target(s) (of {top['target'].nunique()}); NUTS's error is {ratio:.1f}x that of exact i.i.d. "
         f"draws (median over the targets with an exact sampler). On the three-peak mixture the most accurate "
-        f"method per gradient budget is " + "; ".join(mixture) + "."
+        f"method per gradient budget is " + "; ".join(mixture) + ". " + gaussians
     )
+
+
+GAUSSIAN_APPROXIMATIONS = ("Laplace", "Pathfinder", "MeanFieldVI", "FullRankVI")
+
+
+def _gaussian_approximations(table: pd.DataFrame, top: pd.DataFrame) -> str:
+    """Where Pathfinder and FullRankVI win among the single-Gaussian approximations, and what
+    Pathfinder spends."""
+    ok = table[table["status"] == "ok"]
+    laplace = ok[ok["method"] == "Laplace"]
+    rows = pd.concat([top[top["method"].isin(GAUSSIAN_APPROXIMATIONS)], laplace])
+    med = rows.groupby(["target", "method"])["w1_mean"].median().unstack()
+    if med.empty:
+        return ""
+    winner = med.idxmin(axis=1)
+    parts = []
+    for method in ("Pathfinder", "FullRankVI"):
+        won = [t for t, m in winner.items() if m == method]
+        parts.append(f"{method} on {', '.join(won) if won else 'none'}")
+    pf = top[top["method"] == "Pathfinder"]
+    nuts = top[top["method"] == "NUTS"].groupby("target")["w1_mean"].median()
+    pf_w1 = pf.groupby("target")["w1_mean"].median()
+    both = pf_w1.index.intersection(nuts.index)
+    spend = (f" Pathfinder (4 paths) spends a median {pf['grad_evals'].median():,.0f} gradients of the "
+             f"{int(top['grad_budget'].max()):,} and reaches within 2x of NUTS's W1 on "
+             f"{int((pf_w1[both] <= 2 * nuts[both]).sum())} of {len(both)} targets." if len(pf) else "")
+    return ("Among the single-Gaussian approximations (Laplace, Pathfinder, MeanFieldVI, FullRankVI) the smallest "
+            "W1 is " + "; ".join(parts) + " (the others: " + ", ".join(
+                f"{m} on {', '.join(t for t, w in winner.items() if w == m)}" for m in ("Laplace", "MeanFieldVI")
+                if (winner == m).any()) + ")." + spend)
 
 
 def _health_summary(flags: pd.Series) -> str:

@@ -29,3 +29,11 @@ def test_vi_speed_quick_runs_and_prints_both_tables(capsys):
     out = capsys.readouterr().out
     for needle in ("overhead", "vs_inherent", "logistic_regression_breast_cancer", "w_+3", "main_err", "near", "box"):
         assert needle in out
+
+
+@pytest.mark.slow
+def test_pathfinder_benchmark_quick_runs_and_prints_its_tables(capsys):
+    _load("pathfinder_benchmark").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("Part 1", "equicorrelated", "Pathfinder (4 paths)", "grads / NUTS", "pathfinder", "ratio"):
+        assert needle in out
