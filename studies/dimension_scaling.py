@@ -350,13 +350,14 @@ def report(run, folder) -> Page:
     figures = [
         Figure(_per_target_plot(s, "cost_grads", f"gradients to bulk ESS {ESS_GOAL}", folder, "cost_vs_dimension.png"),
                f"Cost to a fixed accuracy: gradient evaluations for a bulk ESS of {ESS_GOAL} (the minimum over "
-               "coordinates), extrapolated from each run's ESS per gradient. Not shown for mean-field VI, whose "
-               "error is bias, not Monte Carlo noise."),
+               "coordinates), extrapolated from each run's ESS per gradient. Not shown for the VI methods (MeanFieldVI, "
+               "FullRankVI, Pathfinder), whose error is bias, not Monte Carlo noise."),
         Figure(_per_target_plot(s, "cost_seconds", f"seconds to bulk ESS {ESS_GOAL}", folder, "seconds_vs_dimension.png"),
                "The same in seconds (one core, compile time excluded)."),
         Figure(_per_target_plot(s, "w1_mean", "mean marginal W1 / sd", folder, "accuracy_vs_dimension.png"),
                "Accuracy at a fixed cost: mean marginal Wasserstein-1 distance (sd units) with the same gradient budget "
-               "at every d. On the mixture the samplers stay in one peak; IS collapses; VI is biased."),
+               "at every d (FullRankVI up to d = 100). On the mixture the samplers stay in one peak, and so do "
+               "FullRankVI and Pathfinder: their lines lie under the samplers'; IS collapses; MeanFieldVI is biased."),
         Figure(_step_plot(s, folder),
                "Adapted step sizes on the isotropic Gaussian: RWM tunes toward acceptance 0.234, HMC toward 0.651. "
                "Dotted: fitted slope; thin solid: the theoretical slope through the first point."),

@@ -249,9 +249,15 @@ class LowRankGaussian:
         return -0.5 * (self.log_det + quad + self.dim * math.log(2 * math.pi))
 
     def sample(self, n: int, rng=None) -> np.ndarray:
+        return self.sample_with_logpdf(n, rng)[0]
+
+    def sample_with_logpdf(self, n: int, rng=None) -> tuple[np.ndarray, np.ndarray]:
+        """n draws and their log densities, the latter from the standard normals directly:
+        log q = -(log det cov + |u|^2 + d log 2 pi) / 2 (Algorithm 4; no solve needed)."""
         rng = np.random.default_rng(rng)
         u = rng.standard_normal((n, self.dim))
-        return self.transform(u)
+        log_q = -0.5 * (self.log_det + np.sum(u * u, axis=1) + self.dim * math.log(2 * math.pi))
+        return self.transform(u), log_q
 
     def transform(self, u: np.ndarray) -> np.ndarray:
         """The points mean + A u for standard normal rows u (n, d)."""

@@ -39,6 +39,8 @@ def test_low_rank_gaussian_against_its_dense_covariance():
         a_t = q.transform(np.eye(d)) - q.mean  # rows A e_i: A^T
         np.testing.assert_allclose(a_t.T @ a_t, q.cov, atol=1e-12)
         np.testing.assert_allclose(q.marginal_pdf(0, 0.3), stats.norm.pdf(0.3, q.mean[0], q.sd[0]))
+        draws, log_q = q.sample_with_logpdf(4, rng)
+        np.testing.assert_allclose(log_q, q.logpdf(draws), rtol=1e-10)
 
 
 def test_low_rank_gaussian_refuses_a_covariance_that_is_not_positive_definite():

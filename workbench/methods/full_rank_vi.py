@@ -115,7 +115,7 @@ class FullRankVI(Method):
         needed = M.min_grad_evals(d)
         if budget.grad_evals is not None and budget.grad_evals < 2 * needed:
             raise ValueError(
-                f"grad_budget={budget.grad_evals} is too small for init='mode' on {target.name!r} (d={d}): "
+                f"grad_budget={budget.grad_evals} is too small for init={self.init!r} on {target.name!r} (d={d}): "
                 f"the ascent to the mode needs up to {needed} gradient evaluations and the fit as many again; "
                 f"give grad_budget >= {2 * needed} or init='point'"
             )

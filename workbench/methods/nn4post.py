@@ -98,7 +98,6 @@ def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
     return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
 
 
-
 def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], dict]:
     """What a VI fit says about how it stopped: the status line, and a warning when it
     stopped on its budget or step count while its ELBO was still rising; with the slope
@@ -130,6 +129,7 @@ def pareto_check(target: Target, approx, draws: np.ndarray) -> tuple[float, list
             "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
         ]
     return khat, []
+
 
 class _ComponentAdapter:
     """Moves dead or duplicate components to modes q does not cover yet, between windows of the fit.

@@ -126,9 +126,9 @@ class Pathfinder(Method):
                 out["elbo_trace"].append(math.nan)
                 out["skipped"] += it > 0 and bool(gaussians.s)  # a history, but no PD Gaussian from it
             else:
-                phi = np.ascontiguousarray(q.sample(self.elbo_draws, rng))
+                phi, log_q = q.sample_with_logpdf(self.elbo_draws, rng)
                 ratios = np.empty(self.elbo_draws)
-                log_ratio_kernel(target.logp_grad, target.data, phi, np.ascontiguousarray(q.logpdf(phi)), ratios)
+                log_ratio_kernel(target.logp_grad, target.data, np.ascontiguousarray(phi), log_q, ratios)
                 out["evals"] += self.elbo_draws
                 elbo = float(np.mean(ratios))  # -inf when a draw's density is not finite
                 out["elbo_trace"].append(elbo)

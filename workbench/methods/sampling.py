@@ -189,8 +189,9 @@ class ChainSampler(Method):
 
     ``init``: None (the target's initial point jittered by uniform(-init_jitter,
     init_jitter) per chain), one point (d,), or (chains, d); HMC and NUTS also take
-    ``"pathfinder"`` (each chain from a Pathfinder draw, the metric from its variances). ``progress``: None shows a
-    bar on a terminal only. ``threads``: default one per chain up to the number of cores.
+    ``"pathfinder"`` (each chain from a Pathfinder draw, the metric from its variances).
+    ``progress``: None shows a bar on a terminal only. ``threads``: default one per chain
+    up to the number of cores.
     """
 
     chains: int = 4

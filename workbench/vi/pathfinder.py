@@ -67,7 +67,7 @@ def lbfgs_path(
     search backs off from points where the density is not finite.
     """
     evals = 0
-    last = {}  # the most recent evaluations by point: the callback reads the accepted one's gradient
+    last = [b"", 0.0, None]  # the latest evaluation: SciPy accepts the point it evaluated last
     xs, lps, gs = [], [], []
 
     def f(x):
@@ -77,23 +77,18 @@ def lbfgs_path(
         if not (math.isfinite(lp) and np.all(np.isfinite(g))):
             # L-BFGS-B backtracks from +inf; the path itself only keeps finite iterates
             return math.inf, np.zeros_like(g)
-        last[x.tobytes()] = (lp, g.copy())
-        if len(last) > 64:
-            last.pop(next(iter(last)))
+        last[:] = [x.tobytes(), lp, g.copy()]
         return -lp, -g
 
     def record(x) -> None:
-        hit = last.get(np.asarray(x, dtype=float).tobytes())
-        if hit is None:  # not evaluated at exactly this point (never seen with L-BFGS-B); evaluate it
-            lp, g = f(np.array(x, dtype=float))
-            lp, g = -lp, -g
-        else:
-            lp, g = hit
-        xs.append(np.array(x, dtype=float))
-        lps.append(lp)
-        gs.append(g)
+        x = np.array(x, dtype=float)
+        if last[0] != x.tobytes():  # not the latest evaluation (never seen with L-BFGS-B): evaluate it
+            f(x)
+        xs.append(x)
+        lps.append(last[1])
+        gs.append(last[2])
         if on_iterate is not None:
-            on_iterate(xs[-1], lp, g)
+            on_iterate(x, last[1], last[2])
 
     message = "converged"
     try:

@@ -56,6 +56,17 @@ def test_budget_and_seed():
     np.testing.assert_array_equal(a.stats["elbo"], b.stats["elbo"])
 
 
+def test_the_stopping_rule_ends_a_fit_at_its_plateau():
+    """From the exact start the ELBO is flat at once: the rule anneals the rate and stops long
+    before the steps run out (``vi/stopping.py``)."""
+    target = wb.targets.gaussian(dim=3, correlation=0.5)
+    result = FullRankVI(steps=20_000, converge_window=50, converge_patience=2, converge_tol=1e-2,
+                        progress=False).run(target, seed=0)
+    assert result.info["steps"] < 2000
+    assert result.info["status"] == 1  # STATUS_CONVERGED
+    assert any("stopped improving" in m for m in result.messages)
+
+
 def test_init_from_a_fitted_gaussian():
     target = wb.targets.gaussian(dim=3, correlation=0.5)
     laplace = wb.methods.Laplace().run(target, seed=0)

@@ -50,6 +50,23 @@ def test_a_pair_without_positive_curvature_is_not_used():
     assert q is not None and len(gaussians.s) == 1
 
 
+def test_an_iterate_whose_inverse_hessian_is_not_positive_definite_is_skipped(monkeypatch):
+    gaussians = P.PathGaussians(2, history_size=3)
+    gaussians.add(np.zeros(2), np.array([1.0, 1.0]))
+    # a valid pair, but factors whose covariance diag(alpha) + beta gamma beta^T is negative
+    monkeypatch.setattr(P, "inverse_hessian_factors", lambda alpha, s, z: (np.eye(2), -10.0 * np.eye(2)))
+    assert gaussians.add(np.array([0.5, 0.5]), np.array([0.5, 0.5])) is None
+    assert len(gaussians.s) == 1  # the pair is kept; only this iterate has no Gaussian
+
+
+def test_a_gaussian_that_misses_the_posterior_is_flagged_by_its_k_hat():
+    """The logistic regression is skewed: the Gaussian at the mode gets k-hat > 0.7 and says so."""
+    target = wb.targets.logistic_regression(dataset="breast_cancer")
+    result = Pathfinder(progress=False).run(target, seed=0)
+    assert result.info["pareto_k"] > 0.7
+    assert any("Pareto k-hat" in m for m in result.messages)
+
+
 @pytest.mark.parametrize("dim, correlation", [(5, 0.8), (100, 0.5), (100, 0.9)])
 def test_pathfinder_is_exact_on_gaussian_targets(dim, correlation):
     """At the optimum of a Gaussian with an equicorrelated covariance (diagonal plus rank one),
