@@ -171,6 +171,10 @@ class Target:
     hessian : callable ``(theta) -> ndarray (d, d)``, optional
         The analytic Hessian of log p, from Python (used by ``Laplace`` instead of finite
         differences of the gradient).
+    prior : Gaussian, optional
+        The model's prior where it is Gaussian (``wb.approximations.Gaussian``, with ``mean``,
+        ``cov``, ``logpdf`` and ``sample``): a normalised density that covers the posterior,
+        which tempering methods (``SMC``) start from.
     """
 
     name: str
@@ -185,6 +189,7 @@ class Target:
     spec: Mapping[str, Any] | None = None
     description: str = ""
     hessian: Callable[[np.ndarray], np.ndarray] | None = None
+    prior: Any = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -222,6 +227,14 @@ class Target:
         if self.logp_grad_batch is not None and (self.n_data is None or self.n_data < 1):
             raise TargetError("a target with logp_grad_batch must give n_data >= 1")
         set_("spec", dict(self.spec) if self.spec is not None else {"factory": "custom"})
+        if self.prior is not None:
+            mean, cov = getattr(self.prior, "mean", None), getattr(self.prior, "cov", None)
+            if not (hasattr(self.prior, "sample") and hasattr(self.prior, "logpdf")
+                    and np.shape(mean) == (self.dim,) and np.shape(cov) == (self.dim, self.dim)):
+                raise TargetError(
+                    f"prior must be a Gaussian of dimension {self.dim} (wb.approximations.Gaussian(mean, cov)), "
+                    f"got {self.prior!r}"
+                )
         # The explicit signatures through which kernels call the target (see jit.py).
         dtype = self.data_type
         _compile_for(self.logp_grad, jit.logp_grad_signature(dtype), "logp_grad")

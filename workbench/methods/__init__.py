@@ -16,6 +16,7 @@ from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
 from .nn4post import MeanFieldVI, NN4Post, VIDivergenceError
 from .pathfinder import Pathfinder, PathfinderError
+from .smc import SMC, SMCError
 
 
 def available() -> list[str]:
@@ -66,5 +67,7 @@ __all__ = [
     "PathfinderError",
     "RandomWalkMH",
     "RejectionSampling",
+    "SMC",
+    "SMCError",
     "VIDivergenceError",
 ]

@@ -20,6 +20,7 @@ import numpy as np
 from ..jit import jit
 from ..errors import TargetError
 from ..numerics import LOG_2PI
+from ..approximations import Gaussian
 from ..target import Target
 
 
@@ -224,6 +225,7 @@ def bnn(
         param_names=_param_names(sizes),
         truth=None,
         initial_point=init,
+        prior=Gaussian(np.zeros(dim), prior_sd**2 * np.eye(dim)),
         spec={
             "factory": "bnn",
             "n_data": int(X.shape[0]),

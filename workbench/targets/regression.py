@@ -24,6 +24,7 @@ from scipy import linalg, stats
 from ..jit import jit
 from ..errors import TargetError
 from ..numerics import log1pexp, LOG_2PI, sigmoid
+from ..approximations import Gaussian
 from ..target import Target, Truth
 from . import datasets
 
@@ -223,6 +224,7 @@ def linear_regression(
         param_names=names,
         truth=truth,
         hessian=lambda theta: neg_precision.copy(),
+        prior=Gaussian(np.zeros(p), prior_sd**2 * np.eye(p)),
         spec={
             "factory": "linear_regression",
             "dataset": dataset,
@@ -299,6 +301,7 @@ def logistic_regression(
         param_names=names,
         truth=None,
         hessian=hessian,
+        prior=Gaussian(np.zeros(p), prior_sd**2 * np.eye(p)),
         spec={
             "factory": "logistic_regression",
             "dataset": dataset,

@@ -1,0 +1,117 @@
+"""SMC as a method: its ladder, its budget, its seeds and threads, and its errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from tests import user_functions as uf
+from workbench.methods.smc import SMCError
+
+SMALL = dict(particles=200, runs=2, progress=False)
+GAUSS = wb.targets.gaussian(3, mean=[1.0, -1.0, 0.5], scales=[0.5, 1.0, 2.0])
+
+
+def test_the_ladder_rises_to_one_and_the_stats_describe_every_stage():
+    res = wb.methods.SMC(**SMALL).run(GAUSS, seed=0)
+    for r in range(2):
+        beta = res.stats["beta"][res.stats["run"] == r]
+        assert beta[-1] == 1.0 and np.all(np.diff(beta) > 0) and beta[0] > 0
+    assert set(res.stats) >= {"beta", "ess", "resampled", "acceptance", "step_size", "log_z_increment", "run"}
+    assert np.all((res.stats["ess"] > 0) & (res.stats["ess"] <= 1))
+    assert np.nanmin(res.stats["acceptance"]) > 0.3
+    # each run's log Z is the sum of its increments
+    for r in range(2):
+        inc = res.stats["log_z_increment"][res.stats["run"] == r]
+        assert res.info["log_z_runs"][r] == pytest.approx(inc.sum())
+    assert res.draws.shape == (1, 400, 3) and res.log_z_se > 0
+    assert res.info["reference"].startswith("N(initial point, 10^2 I)")
+    ladder = res.to_arviz()["optimization"]
+    assert np.array_equal(np.asarray(ladder["beta"]).ravel(), res.stats["beta"])
+
+
+def test_same_seed_same_result_whatever_the_thread_count(monkeypatch):
+    a = wb.methods.SMC(**SMALL).run(GAUSS, seed=3)
+    import workbench.methods.base as base
+
+    monkeypatch.setattr(base.os, "cpu_count", lambda: 1)
+    b = wb.methods.SMC(**SMALL).run(GAUSS, seed=3)
+    assert np.array_equal(a.draws, b.draws) and a.log_z == b.log_z
+    c = wb.methods.SMC(**SMALL).run(GAUSS, seed=4)
+    assert not np.array_equal(a.draws, c.draws)
+
+
+@pytest.mark.parametrize("budget", [30_000, 100_000])
+def test_the_budget_is_respected_and_a_short_one_ends_with_an_importance_step(budget):
+    res = wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=budget)
+    assert res.cost.grad_evals <= budget
+    full = wb.methods.SMC(**SMALL).run(GAUSS, seed=0)
+    if full.cost.grad_evals > budget:
+        assert any("budget ran out" in m for m in res.messages)
+        assert all(r["jumped_to_end"] for r in res.info["runs"])
+
+
+def test_a_budget_below_one_stage_is_refused_with_what_it_needs():
+    with pytest.raises(ValueError, match="each run needs at least 3200"):
+        wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=1000)
+
+
+def test_the_prior_is_the_default_reference_and_laplace_is_counted():
+    t = wb.targets.linear_regression(dataset="diabetes")
+    res = wb.methods.SMC(**SMALL).run(t, seed=0)
+    assert res.info["reference"] == f"the prior of {t.name}" and res.info["reference_grad_evals"] == 0
+    lap = wb.methods.SMC(reference="laplace", **SMALL).run(t, seed=0)
+    assert lap.info["reference_grad_evals"] > 0
+    assert lap.cost.grad_evals == lap.info["reference_grad_evals"] + sum(r["grad_evals"] for r in lap.info["runs"])
+    # starting at the posterior's own Gaussian, the ladder is one short step
+    assert max(lap.info["stages"]) < min(res.info["stages"])
+
+
+def test_rwm_moves_work_too():
+    res = wb.methods.SMC(kernel="rwm", mcmc_steps=10, **SMALL).run(GAUSS, seed=0)
+    assert abs(res.log_z - GAUSS.truth.log_z) < 4 * res.log_z_se + 0.05
+    assert 0.1 < np.nanmean(res.stats["acceptance"]) < 0.5
+
+
+def test_nan_at_some_particles_gives_them_weight_zero_and_is_reported():
+    t = wb.Target.from_numba(uf.nan_beyond_one_and_half, dim=2, validate=False)
+    res = wb.methods.SMC(reference=wb.approximations.Gaussian(np.zeros(2), np.eye(2)), **SMALL).run(t, seed=0)
+    assert any("NaN" in m for m in res.messages)
+    assert np.all(res.draws[0, :, 0] <= 1.5)
+    assert sum(r["nan_evals"] for r in res.info["runs"]) > 0
+
+
+def test_a_density_nan_everywhere_is_a_clear_error():
+    t = wb.Target.from_numba(uf.nowhere_finite, dim=2, validate=False)
+    with pytest.raises(SMCError, match="every particle's weight is zero"):
+        wb.methods.SMC(**SMALL).run(t, seed=0)
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"particles": 1}, "particles must be an integer >= 2"),
+    ({"ess_fraction": 1.0}, r"ess_fraction must lie in \(0, 1\)"),
+    ({"ess_fraction": 0.0}, r"ess_fraction must lie in \(0, 1\)"),
+    ({"resample_threshold": 1.5}, "resample_threshold"),
+    ({"kernel": "mala"}, "kernel must be one of"),
+    ({"reference": "flat"}, "reference must be None"),
+    ({"reference": wb.approximations.StudentT(np.zeros(2), np.eye(2))}, "reference must be None"),
+    ({"runs": 0}, "runs must be an integer >= 1"),
+])
+def test_bad_settings_are_refused_by_name(settings, match):
+    with pytest.raises(ValueError, match=match):
+        wb.methods.SMC(**settings)
+
+
+def test_a_reference_of_the_wrong_dimension_is_refused():
+    ref = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
+    with pytest.raises(ValueError, match="dimension 2 but the target has dimension 3"):
+        wb.methods.SMC(reference=ref, **SMALL).run(GAUSS, seed=0)
+    with pytest.raises(ValueError, match="has no prior"):
+        wb.methods.SMC(reference="prior", **SMALL).run(GAUSS, seed=0)
+
+
+def test_one_run_has_no_standard_error_and_says_so():
+    res = wb.methods.SMC(particles=200, runs=1, progress=False).run(GAUSS, seed=0)
+    assert res.log_z_se is None and math.isfinite(res.log_z)
+    assert any("no standard error" in m for m in res.messages)

@@ -1,0 +1,169 @@
+"""The mutation step of an SMC sampler: MCMC moves that leave the tempered density invariant.
+
+At temperature b every particle takes ``mcmc_steps`` Metropolis-Hastings moves targeting
+
+    log pi_b(x) = b log p(x) + (1 - b) log p0(x),    grad = b grad log p + (1 - b) grad log p0,
+
+either HMC (``n_leapfrog`` leapfrog steps with a diagonal metric, the step size jittered by
++-``jitter`` per move) or a Gaussian random walk (one density evaluation per move, proposal
+sds ``step`` x sqrt(inv_mass)). The metric ``inv_mass`` (the particles' variances) and the
+step size are set by the caller from the particles before each stage: the adaptive SMC
+sampler of Buchholz, Chopin and Jacob (2021, "Adaptive tuning of Hamiltonian Monte Carlo
+within sequential Monte Carlo", Bayesian Analysis 16(3)), in its simplest form.
+
+One call moves a whole population in one compiled loop without the GIL; the caller keeps
+each particle's log p, log p0 and grad log p beside its position, so a move costs only its
+own evaluations. A proposal whose density is NaN is rejected and counted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+
+from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..rng import fill_standard_normal
+from .reference import reference_logp_grad
+
+KERNEL_HMC, KERNEL_RWM = 0, 1
+KERNELS = {"hmc": KERNEL_HMC, "rwm": KERNEL_RWM}
+# the integer settings a mutation kernel reads
+S_KERNEL, S_N_LEAPFROG, S_MCMC_STEPS = range(3)
+# what it counts (added to the caller's int64 array)
+C_PROPOSALS, C_NAN, C_GRADS = range(3)
+
+
+@jit(inline=True)
+def tempered(beta, lp, lp0):
+    """b log p + (1 - b) log p0, with 0 x (-inf) read as 0 at the ends of the ladder."""
+    if beta == 0.0:
+        return lp0
+    if beta == 1.0:
+        return lp
+    return beta * lp + (1.0 - beta) * lp0
+
+
+@jit(nrt=False)
+def tempered_logp_grad(logp_grad, data, q, g_target, g, beta, ref_mean, ref_precision, ref_log_norm):
+    """(log p(q), log p0(q)); the target's gradient into ``g_target`` and the tempered one into ``g``."""
+    lp = logp_grad(q, g_target, data)
+    lp0 = reference_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
+    for k in range(q.size):
+        g[k] = beta * g_target[k] + (1.0 - beta) * g[k]
+    return lp, lp0
+
+
+def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_precision, ref_log_norm,
+            inv_mass, step, jitter, settings, control, counts):
+    """Move every live particle (finite log weight) ``mcmc_steps`` times at temperature ``beta``.
+
+    ``x`` (n, d), ``grads`` (n, d) = grad log p, ``lp`` and ``lp0`` (n,) are updated in place
+    for the accepted moves. Returns the sum of the moves' acceptance probabilities
+    min(1, pi_b(x') / pi_b(x)) (what the caller adapts the step size to); ``counts`` gets the
+    proposals, the NaN densities met and the gradient evaluations made.
+    """
+    n, d = x.shape
+    kind = settings[S_KERNEL]
+    n_leapfrog = settings[S_N_LEAPFROG]
+    mcmc_steps = settings[S_MCMC_STEPS]
+    q = np.empty(d)
+    p = np.empty(d)
+    g = np.empty(d)
+    g_target = np.empty(d)
+    root_inv_mass = np.empty(d)
+    for k in range(d):
+        root_inv_mass[k] = math.sqrt(inv_mass[k])
+    accept_sum = 0.0
+    n_proposals = 0
+    n_nan = 0
+    n_grad = 0
+    for i in range(n):
+        if control[C_STOP] != 0:
+            break
+        if not log_w[i] > -math.inf:  # a dead particle: resampling will replace it
+            continue
+        for _ in range(mcmc_steps):
+            current = tempered(beta, lp[i], lp0[i])
+            eps = step
+            if jitter > 0.0:
+                eps = step * (1.0 + jitter * (2.0 * rng.random() - 1.0))
+            for k in range(d):
+                q[k] = x[i, k]
+            new_lp = math.nan
+            new_lp0 = math.nan
+            if kind == KERNEL_HMC:
+                reference_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
+                for k in range(d):
+                    g[k] = beta * grads[i, k] + (1.0 - beta) * g[k]
+                fill_standard_normal(rng, p)
+                kinetic = 0.0
+                for k in range(d):  # p ~ N(0, M), M = diag(1 / inv_mass)
+                    kinetic += 0.5 * p[k] * p[k]
+                    p[k] /= root_inv_mass[k]
+                log_ratio = -math.inf
+                finite = True
+                for _s in range(n_leapfrog):
+                    for k in range(d):
+                        p[k] += 0.5 * eps * g[k]
+                        q[k] += eps * inv_mass[k] * p[k]
+                    new_lp, new_lp0 = tempered_logp_grad(logp_grad, data, q, g_target, g, beta,
+                                                         ref_mean, ref_precision, ref_log_norm)
+                    n_grad += 1
+                    if not math.isfinite(tempered(beta, new_lp, new_lp0)):
+                        finite = False
+                        break
+                    for k in range(d):
+                        p[k] += 0.5 * eps * g[k]
+                if finite:
+                    kinetic_new = 0.0
+                    for k in range(d):
+                        kinetic_new += 0.5 * inv_mass[k] * p[k] * p[k]
+                    log_ratio = (tempered(beta, new_lp, new_lp0) - kinetic_new) - (current - kinetic)
+            else:
+                fill_standard_normal(rng, p)
+                for k in range(d):
+                    q[k] += eps * root_inv_mass[k] * p[k]
+                new_lp, new_lp0 = tempered_logp_grad(logp_grad, data, q, g_target, g, beta,
+                                                     ref_mean, ref_precision, ref_log_norm)
+                n_grad += 1
+                log_ratio = tempered(beta, new_lp, new_lp0) - current
+            n_proposals += 1
+            if new_lp != new_lp:
+                n_nan += 1
+            if log_ratio != log_ratio:
+                log_ratio = -math.inf
+            if log_ratio >= 0.0:
+                accept_prob = 1.0
+            else:
+                accept_prob = math.exp(log_ratio)
+            accept_sum += accept_prob
+            if rng.random() < accept_prob:
+                for k in range(d):
+                    x[i, k] = q[k]
+                    grads[i, k] = g_target[k]
+                lp[i] = new_lp
+                lp0[i] = new_lp0
+    counts[C_PROPOSALS] += n_proposals
+    counts[C_NAN] += n_nan
+    counts[C_GRADS] += n_grad
+    return accept_sum
+
+
+mutate = target_kernel(
+    lambda t: types.float64(t.logp_grad, t.data, MATRIX, MATRIX, VEC, VEC, VEC, RNG, types.float64, VEC,
+                            MATRIX, types.float64, VEC, types.float64, types.float64, INDEX, INDEX, INDEX),
+)(_mutate)
+
+
+def _evaluate(logp_grad, data, x, grads, lp):
+    """log p and its gradient at every particle (rows of x), into ``lp`` and ``grads``."""
+    for i in range(x.shape[0]):
+        lp[i] = logp_grad(x[i], grads[i], data)
+    return x.shape[0]
+
+
+evaluate = target_kernel(
+    lambda t: types.int64(t.logp_grad, t.data, MATRIX, MATRIX, VEC),
+)(_evaluate)
