@@ -51,6 +51,9 @@ def methods_for(budget: int) -> list[tuple[str, dict, int | None]]:
         # of the budget pays for (their densities are part of its cost); it stops when L-BFGS
         # converges, usually far below the budget
         ("Pathfinder", {"method": "Pathfinder", "paths": 4, "draws": min(1000, budget // 40), **quiet}, budget),
+        # tempered SMC, 4 runs, with as many particles as the budget pays for at about 500
+        # gradients each (its default moves; studies/evidence.py has its log Z and mode weights)
+        ("SMC", {"method": "SMC", "runs": 4, "particles": int(np.clip(budget // 2000, 25, 2000)), **quiet}, budget),
     ]
 
 
@@ -228,7 +231,8 @@ def report(run, folder) -> Page:
         tables=[("Median over seeds" if n_seeds > 1 else "Per budget (one seed)", summary), ("Every cell", table[cols])],
         notes=["Errors are in units of the true (or reference) sd. W1 = Wasserstein-1 of each marginal, averaged over "
                "coordinates; sliced_w1 = the joint discrepancy (sliced Wasserstein on standardised coordinates). "
-               "log_z_err is for methods that estimate the evidence (IS, Laplace, the ELBO of VI is a lower bound).",
+               "log_z_err is for methods that estimate the evidence (IS, SMC, Laplace, the ELBO of VI is a lower bound); "
+               "the evidence study (studies/evidence.py) compares them against cost.",
                "The health column lists the checks a cell failed (ArviZ's diagnostics, `workbench/diagnostics.py`): "
                "R-hat > 1.01, bulk or tail ESS < 100 per chain, divergences, tree depth saturated on > 1% of draws, "
                "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged. "

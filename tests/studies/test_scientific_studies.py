@@ -87,3 +87,17 @@ def test_marginalization_quick_study(quick_study):
         assert s.loc[(target, "NN4Post"), "tv_analytic"] < s.loc[(target, "NN4Post"), "tv_kde"]
     tr = module.transfer(run.table)
     assert len(tr) and (tr["transfer_q_marginal_ess_frac"] > tr["transfer_default_ess_frac"]).all()
+
+
+@pytest.mark.slow
+def test_evidence_quick_study(quick_study):
+    run, text = rendered_page(quick_study, "evidence", ("log_z_vs_cost.png", "mode_weights_vs_cost.png"), "SMC")
+    t = run.table[run.table["status"] == "ok"]
+    top = t["grad_budget"].max()
+    smc = t[(t["method"] == "SMC") & (t["grad_budget"] == top)].set_index("target")
+    # with its largest budget SMC's log Z is within a few tenths on every target with exact evidence
+    assert (smc["log_z_err"].abs() < 0.5).all(), smc["log_z_err"]
+    # and it finds the peaks' masses that NUTS from one start per chain cannot
+    mixture = t[t["target"] == "mixture d=10"]
+    nuts = mixture[mixture["method"] == "NUTS"]["mode_weight_err_max"].min()
+    assert smc.loc["mixture d=10", "mode_weight_err_max"] < 0.05 < nuts

@@ -71,7 +71,9 @@ def vi_quality(result, target, reference=None) -> dict:
     arrays = {}
     if "elbo" in result.stats and np.size(result.stats["elbo"]):
         it, elbo = _block_means(result.stats["elbo"], TRACE_POINTS)
-        arrays.update(trace_iteration=it, trace_neg_elbo=-elbo, trace_min_c=_block_means(result.stats["min_c"], TRACE_POINTS)[1])
+        arrays.update(trace_iteration=it, trace_neg_elbo=-elbo)
+        if "min_c" in result.stats:  # the mixture's smallest weight (NN4Post's fits only)
+            arrays["trace_min_c"] = _block_means(result.stats["min_c"], TRACE_POINTS)[1]
     out["_arrays"] = arrays
     return out
 
