@@ -235,7 +235,7 @@ def report(run, folder) -> Page:
                "the evidence study (studies/evidence.py) compares them against cost.",
                "The health column lists the checks a cell failed (ArviZ's diagnostics, `workbench/diagnostics.py`): "
                "R-hat > 1.01, bulk or tail ESS < 100 per chain, divergences, tree depth saturated on > 1% of draws, "
-               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged. "
+               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged; for SMC a ladder the budget cut short (ladder incomplete). "
                "An unhealthy cell's error is what that run gave, but it would not have been trusted in practice.",
                *_target_notes(run, table)],
     )

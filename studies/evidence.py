@@ -97,7 +97,7 @@ def _finding(ev: pd.DataFrame, table: pd.DataFrame) -> str:
     parts = []
     for target in dict.fromkeys(m[0] for m in modes):
         mine = sorted((m for m in modes if m[0] == target), key=lambda m: m[2])
-        parts.append(f"{target}: " + ", ".join(f"{m} {v:.3f}" for _, m, v, _ in mine[:4]))
+        parts.append(f"{target}: " + ", ".join(f"{m} {v:.3f}" for _, m, v, _ in mine))
     return (f"The smallest |log Z error| per target (any budget): {wins}. At the largest budget SMC's |log Z error| "
             f"is {', '.join(f'{t} {v:.3f}' for t, v in smc_top.items())}. Mode-weight error (largest over the "
             f"peaks, each method at its largest budget), best first: " + "; ".join(parts) + ".")

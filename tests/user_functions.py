@@ -112,3 +112,10 @@ def nowhere_finite(theta, grad_out, data):
     """A density that is zero everywhere (log p = -inf)."""
     grad_out[:] = 0.0
     return -math.inf
+
+
+@numba.njit(cache=True)
+def nan_everywhere(theta, grad_out, data):
+    """A density that is NaN wherever it is evaluated."""
+    grad_out[:] = 0.0
+    return math.nan

@@ -82,8 +82,10 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
 
 
 # every health warning starts with its flag: the table's health column reads the flags back
-# from result.messages (VI and importance sampling word their own k-hat and convergence warnings)
-FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged")
+# from result.messages (VI, importance sampling and SMC word their own k-hat, convergence and
+# tempering warnings)
+FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged",
+         "ladder incomplete")
 
 
 def health_messages(diag: ChainDiagnostics) -> list[str]:

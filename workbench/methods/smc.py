@@ -19,7 +19,7 @@ from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..smc import mutation as M
 from ..smc import tempering as T
-from ..smc.reference import GaussianReference, as_reference, diagonal_gaussian
+from ..smc.reference import GaussianReference, as_reference, check_reference, diagonal_gaussian
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
 from .importance import log_evidence, resample
@@ -133,13 +133,7 @@ class SMC(Method):
             raise ValueError(f"reference must be None, 'prior', 'wide', 'laplace', 'pathfinder' or a Gaussian, "
                              f"got {self.reference!r}")
         if self.reference is not None and not isinstance(self.reference, str):
-            as_reference(self.reference, getattr(self.reference, "dim", -1), "the given reference")
-
-    def settings(self) -> dict:
-        out = super().settings()
-        if self.reference is not None and not isinstance(self.reference, str):
-            out["reference"] = repr(self.reference)
-        return out
+            check_reference(self.reference)
 
     # -- the reference ---------------------------------------------------------------------
 
@@ -169,10 +163,10 @@ class SMC(Method):
 
     # -- one run -----------------------------------------------------------------------------
 
-    def _stage_cost(self, live: int) -> int:
-        """The gradient evaluations one stage's moves cost at most."""
+    def _stage_cost(self, particles: int) -> int:
+        """The gradient evaluations one stage's moves of ``particles`` particles cost at most."""
         per_move = self.n_leapfrog if self.kernel == "hmc" else 1
-        return live * self.mcmc_steps * per_move
+        return particles * self.mcmc_steps * per_move
 
     def _one_run(self, target: Target, ref: GaussianReference, rng, limit: int | None, control) -> dict:
         """One tempered SMC run of ``particles`` particles; returns its particles, weights, log Z
@@ -202,8 +196,8 @@ class SMC(Method):
             if control[C_STOP] != 0:
                 interrupted = True
             increment = lp - lp0
-            live = int(np.sum(np.isfinite(log_w)))
-            can_pay = limit is None or counts[M.C_GRADS] + self._stage_cost(live) <= limit
+            # after resampling every particle moves, so a stage may cost as much as all of them
+            can_pay = limit is None or counts[M.C_GRADS] + self._stage_cost(n) <= limit
             if can_pay and not interrupted:
                 new_beta = T.next_temperature(beta, log_w, increment, self.ess_fraction)
             else:  # finish by reweighting alone: an importance step from pi_beta to p
@@ -321,7 +315,7 @@ def _messages(outputs: list[dict], interrupted: bool, runs: int) -> list[str]:
     if jumped:
         at = ", ".join(f"run {r}: from b = {outputs[r]['stages']['beta'][-2] if len(outputs[r]['stages']['beta']) > 1 else 0:.3g}"
                        f" (ESS {outputs[r]['stages']['ess'][-1]:.2g})" for r in jumped)
-        messages.append(f"the gradient budget ran out before the ladder reached b = 1; the last step was an importance "
+        messages.append(f"ladder incomplete: the gradient budget ran out before b = 1; the last step was an importance "
                         f"step ({at}): log Z and the draws are less reliable")
     nan = sum(o["nan_evals"] for o in outputs)
     if nan:

@@ -24,6 +24,7 @@ import numpy as np
 from numba import types
 
 from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..mcmc.metric import kinetic_energy, momentum_sd, sample_momentum
 from ..rng import fill_standard_normal
 from .reference import reference_logp_grad
 
@@ -72,9 +73,8 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
     p = np.empty(d)
     g = np.empty(d)
     g_target = np.empty(d)
-    root_inv_mass = np.empty(d)
-    for k in range(d):
-        root_inv_mass[k] = math.sqrt(inv_mass[k])
+    sd = np.empty(d)  # the momentum's sds 1 / sqrt(inv_mass); the random walk's are their inverses
+    momentum_sd(inv_mass, sd)
     accept_sum = 0.0
     n_proposals = 0
     n_nan = 0
@@ -97,11 +97,7 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
                 reference_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
                 for k in range(d):
                     g[k] = beta * grads[i, k] + (1.0 - beta) * g[k]
-                fill_standard_normal(rng, p)
-                kinetic = 0.0
-                for k in range(d):  # p ~ N(0, M), M = diag(1 / inv_mass)
-                    kinetic += 0.5 * p[k] * p[k]
-                    p[k] /= root_inv_mass[k]
+                kinetic = sample_momentum(rng, sd, p)
                 log_ratio = -math.inf
                 finite = True
                 for _s in range(n_leapfrog):
@@ -117,14 +113,11 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
                     for k in range(d):
                         p[k] += 0.5 * eps * g[k]
                 if finite:
-                    kinetic_new = 0.0
-                    for k in range(d):
-                        kinetic_new += 0.5 * inv_mass[k] * p[k] * p[k]
-                    log_ratio = (tempered(beta, new_lp, new_lp0) - kinetic_new) - (current - kinetic)
+                    log_ratio = (tempered(beta, new_lp, new_lp0) - kinetic_energy(p, inv_mass)) - (current - kinetic)
             else:
                 fill_standard_normal(rng, p)
                 for k in range(d):
-                    q[k] += eps * root_inv_mass[k] * p[k]
+                    q[k] += eps * p[k] / sd[k]
                 new_lp, new_lp0 = tempered_logp_grad(logp_grad, data, q, g_target, g, beta,
                                                      ref_mean, ref_precision, ref_log_norm)
                 n_grad += 1

@@ -89,19 +89,22 @@ def gaussian(mean, cov, description: str) -> GaussianReference:
     return GaussianReference(mean, precision, log_norm, np.ascontiguousarray(chol), description)
 
 
-def as_reference(obj, dim: int, description: str) -> GaussianReference:
-    """A :class:`GaussianReference` from a Gaussian object (``wb.approximations.Gaussian``,
-    ``LowRankGaussian``, a Laplace fit's approximation, a target's prior), with clear errors
-    for anything else."""
-    if isinstance(obj, GaussianReference):
-        ref = obj
-    elif isinstance(obj, (Gaussian, LowRankGaussian)) and not isinstance(obj, StudentT):
-        ref = gaussian(obj.mean, obj.cov, description)
-    else:
+def check_reference(obj) -> None:
+    """ValueError unless ``obj`` is a Gaussian an SMC run can start from."""
+    if not (isinstance(obj, GaussianReference)
+            or (isinstance(obj, (Gaussian, LowRankGaussian)) and not isinstance(obj, StudentT))):
         raise ValueError(
             "reference must be None, 'prior', 'wide', 'laplace', 'pathfinder' or a Gaussian "
             f"(wb.approximations.Gaussian or LowRankGaussian, e.g. a Laplace fit's approximation), got {obj!r}"
         )
+
+
+def as_reference(obj, dim: int, description: str) -> GaussianReference:
+    """A :class:`GaussianReference` from a Gaussian object (``wb.approximations.Gaussian``,
+    ``LowRankGaussian``, a Laplace fit's approximation, a target's prior), with clear errors
+    for anything else."""
+    check_reference(obj)
+    ref = obj if isinstance(obj, GaussianReference) else gaussian(obj.mean, obj.cov, description)
     if ref.dim != dim:
         raise ValueError(f"the reference has dimension {ref.dim} but the target has dimension {dim}")
     return ref

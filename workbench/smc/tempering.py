@@ -50,11 +50,12 @@ def conditional_ess_fraction(log_w_normalised: np.ndarray, log_increment: np.nda
     Particles whose increment is -inf or NaN (a density that is zero or NaN there) count as
     weight zero.
     """
-    a = np.where(np.isfinite(log_increment), step * log_increment, -math.inf) + log_w_normalised
+    inc = np.where(np.isfinite(log_increment), step * log_increment, -math.inf)
+    a = inc + log_w_normalised
     if not np.isfinite(a).any():
         return 0.0
     log_num = 2.0 * logsumexp(a)
-    log_den = logsumexp(a + np.where(np.isfinite(log_increment), step * log_increment, -math.inf))
+    log_den = logsumexp(a + inc)
     return float(math.exp(log_num - log_den))
 
 

@@ -61,9 +61,10 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     for ax in list(axes.flat)[len(targets) :]:
         ax.axis("off")
     handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines()}
-    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=min(6, len(handles)), fontsize=8,
-               bbox_to_anchor=(0.5, 1.02))
     fig.tight_layout(rect=(0, 0, 1, 0.95))
+    # above the panels whatever its number of rows (the saved figure grows to hold it)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)), fontsize=8,
+               bbox_to_anchor=(0.5, 0.96))
     return _save(fig, folder, file)
 
 

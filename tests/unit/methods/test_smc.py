@@ -21,6 +21,9 @@ def test_the_ladder_rises_to_one_and_the_stats_describe_every_stage():
     assert set(res.stats) >= {"beta", "ess", "resampled", "acceptance", "step_size", "log_z_increment", "run"}
     assert np.all((res.stats["ess"] > 0) & (res.stats["ess"] <= 1))
     assert np.nanmin(res.stats["acceptance"]) > 0.3
+    # resampled exactly when the ESS fell below the threshold, and not at every stage
+    resampled = res.stats["resampled"] == 1.0
+    assert np.array_equal(resampled, res.stats["ess"] < 0.5) and 0 < resampled.mean() < 1
     # each run's log Z is the sum of its increments
     for r in range(2):
         inc = res.stats["log_z_increment"][res.stats["run"] == r]
@@ -42,14 +45,17 @@ def test_same_seed_same_result_whatever_the_thread_count(monkeypatch):
     assert not np.array_equal(a.draws, c.draws)
 
 
-@pytest.mark.parametrize("budget", [30_000, 100_000])
-def test_the_budget_is_respected_and_a_short_one_ends_with_an_importance_step(budget):
+def test_the_budget_is_respected_and_a_short_one_ends_with_an_importance_step():
+    from workbench.diagnostics import health_flags
+
+    full = wb.methods.SMC(**SMALL).run(GAUSS, seed=0)
+    budget = full.cost.grad_evals // 3
     res = wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=budget)
     assert res.cost.grad_evals <= budget
-    full = wb.methods.SMC(**SMALL).run(GAUSS, seed=0)
-    if full.cost.grad_evals > budget:
-        assert any("budget ran out" in m for m in res.messages)
-        assert all(r["jumped_to_end"] for r in res.info["runs"])
+    assert all(r["jumped_to_end"] for r in res.info["runs"])
+    assert any(m.startswith("ladder incomplete") for m in res.messages)
+    assert health_flags(res.messages) == "ladder incomplete"  # a study's health column says so
+    assert health_flags(full.messages) == "ok"
 
 
 def test_a_budget_below_one_stage_is_refused_with_what_it_needs():
@@ -82,7 +88,10 @@ def test_nan_at_some_particles_gives_them_weight_zero_and_is_reported():
     assert sum(r["nan_evals"] for r in res.info["runs"]) > 0
 
 
-def test_a_density_nan_everywhere_is_a_clear_error():
+def test_a_density_nan_everywhere_or_zero_everywhere_is_a_clear_error():
+    t = wb.Target.from_numba(uf.nan_everywhere, dim=2, validate=False)
+    with pytest.raises(SMCError, match="NaN at all 200 particles"):
+        wb.methods.SMC(**SMALL).run(t, seed=0)
     t = wb.Target.from_numba(uf.nowhere_finite, dim=2, validate=False)
     with pytest.raises(SMCError, match="every particle's weight is zero"):
         wb.methods.SMC(**SMALL).run(t, seed=0)
