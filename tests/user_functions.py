@@ -119,3 +119,39 @@ def nan_everywhere(theta, grad_out, data):
     """A density that is NaN wherever it is evaluated."""
     grad_out[:] = 0.0
     return math.nan
+
+
+@numba.njit(cache=True)
+def iso_wrong_sign(theta, grad_out, data):
+    """The density of iso_logp_grad with the gradient's sign flipped (a classic slip)."""
+    (prec,) = data
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = prec[i] * theta[i]
+        lp -= 0.5 * prec[i] * theta[i] ** 2
+    return lp
+
+
+@numba.njit(cache=True)
+def iso_off_in_last(theta, grad_out, data):
+    """The density of iso_logp_grad with the last coordinate's gradient 10% too large."""
+    (prec,) = data
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -prec[i] * theta[i]
+        lp -= 0.5 * prec[i] * theta[i] ** 2
+    grad_out[theta.size - 1] *= 1.1
+    return lp
+
+
+@numba.njit(cache=True)
+def steep_gaussian(theta, grad_out, data):
+    """N(mu, 1e-4 I) far from the origin with a large constant: log p ~ -1e6 at the start, so
+    the central differences' round-off is large against the gradient there."""
+    (mu,) = data
+    lp = -1e6
+    for i in range(theta.size):
+        r = theta[i] - mu[i]
+        grad_out[i] = -r / 1e-4
+        lp -= 0.5 * r * r / 1e-4
+    return lp

@@ -175,6 +175,12 @@ class Target:
         The model's prior where it is Gaussian (``wb.approximations.Gaussian``, with ``mean``,
         ``cov``, ``logpdf`` and ``sample``): a normalised density that covers the posterior,
         which tempering methods (``SMC``) start from.
+    constrain_fn : callable ``(draws (..., d)) -> dict``, optional
+        Maps draws to the model's own variables on their constrained scale (PyMC models:
+        ``from_pymc``); see :meth:`constrain`.
+    build_info : dict
+        How building went, apart from any run's cost: ``compile_seconds`` (PyMC models),
+        ``gradient_check`` (what the check of ``from_numba`` found, or why it was skipped).
     """
 
     name: str
@@ -190,6 +196,8 @@ class Target:
     description: str = ""
     hessian: Callable[[np.ndarray], np.ndarray] | None = None
     prior: Any = None
+    constrain_fn: Callable | None = field(default=None, compare=False, repr=False)
+    build_info: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -321,6 +329,20 @@ class Target:
             )
         return lp
 
+    def constrain(self, draws) -> dict:
+        """The draws (..., d) as the model's own variables: ``{name: array (..., *shape)}``.
+
+        For a PyMC model (``from_pymc``) the free variables back on their constrained scale
+        (``tau``, not ``tau_log__``) and the deterministics; for any other target one entry
+        per parameter, as it is.
+        """
+        x = np.asarray(draws, dtype=float)
+        if x.ndim < 1 or x.shape[-1] != self.dim:
+            raise TargetError(f"draws must have shape (..., {self.dim}) for target {self.name!r}, got {x.shape}")
+        if self.constrain_fn is not None:
+            return self.constrain_fn(x)
+        return {name: x[..., k] for k, name in enumerate(self.param_names)}
+
     def reference(self, **kwargs):
         """This target's reference posterior: the draws of a long NUTS run checked against
         posteriordb's standard, cached on disk (``wb.reference``; keyword arguments go there)."""
@@ -353,6 +375,7 @@ class Target:
         n_data: int | None = None,
         description: str = "",
         validate: bool = True,
+        check_gradient: bool = True,
     ) -> "Target":
         """A user target from a Numba ``logp_grad(theta, grad_out, data) -> float``.
 
@@ -360,6 +383,12 @@ class Target:
         through a bounds-checked copy of itself, which turns a wrong ``dim`` (an index out
         of range) into a clear error instead of silent memory reads, and the call must
         return a finite log density and write every entry of ``grad_out``.
+
+        With ``check_gradient=True`` (default), the gradient is compared with central
+        differences of the density at the initial point and two points near it
+        (:func:`verify_gradient`: 2 d + 1 density calls per point, skipped with a note in
+        ``build_info`` above ``GRADIENT_CHECK_MAX_DIM`` or when it would take long); a wrong
+        gradient raises a :class:`TargetError` naming the worst coordinate.
 
         Example
         -------
@@ -388,7 +417,21 @@ class Target:
         )
         if validate:
             _validate_user_function(target)
+        if check_gradient:
+            verify_gradient(target)
         return target
+
+    @classmethod
+    def from_pymc(cls, model, name: str | None = None, *, check_gradient: bool = True, description: str = "") -> "Target":
+        """A target from a PyMC model: its joint log density and gradient on PyTensor's
+        unconstrained space, compiled by PyTensor's Numba backend (the optional extra,
+        ``pip install "workbench[pymc]"``). ``target.constrain(draws)`` and
+        ``result.to_arviz(target)`` give the model's own variables. See
+        :func:`workbench.pymc_model.from_pymc`.
+        """
+        from .pymc_model import from_pymc
+
+        return from_pymc(model, name, check_gradient=check_gradient, description=description)
 
     @classmethod
     def from_logp(
@@ -579,3 +622,103 @@ def check_gradient(
         if errors[i] > worst[0]:
             worst = (errors[i], i, int(diff.argmax()))
     return GradientCheck(float(errors.max()), errors, pts, pts[worst[1]], worst[2])
+
+
+# --------------------------------------------------------------------------------------
+# The gradient check made when a user's target is built
+# --------------------------------------------------------------------------------------
+
+GRADIENT_CHECK_MAX_DIM = 5000
+"""Above this dimension ``verify_gradient`` skips (with a note): 3 x (2 d + 1) density calls."""
+GRADIENT_CHECK_MAX_SECONDS = 5.0
+"""...or when those calls would take longer than this."""
+GRADIENT_CHECK_RTOL = 1e-3
+"""A coordinate is wrong when |g - fd| > RTOL max(1, |g|, |fd|) + the differences' round-off."""
+
+
+def _central_differences(target: Target, x: np.ndarray, logp: float):
+    """Central differences of log p at x, one coordinate at a time (2 d density calls), with
+    step h_k = eps^(1/3) max(1, |x_k|), the step that balances truncation and round-off.
+    Returns (fd, steps); coordinates where a neighbour's density is not finite are NaN."""
+    h = np.cbrt(np.finfo(float).eps) * np.maximum(1.0, np.abs(x))
+    fd = np.empty(target.dim)
+    g = np.empty(target.dim)
+    y = x.copy()
+    for k in range(target.dim):
+        y[k] = x[k] + h[k]
+        up = target.logp_grad(y, g, target.data)
+        y[k] = x[k] - h[k]
+        down = target.logp_grad(y, g, target.data)
+        y[k] = x[k]
+        fd[k] = (up - down) / (2.0 * h[k]) if math.isfinite(up) and math.isfinite(down) else math.nan
+    return fd, h
+
+
+def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
+    """Check ``target.logp_grad``'s gradient against central differences once, when built.
+
+    At the initial point and ``n_points - 1`` points near it (the initial point plus
+    N(0, 0.5^2 max(1, |x|)^2) noise, shrunk where the density is not finite there; a sign
+    error is invisible at a mode, where the gradient is zero). Raises :class:`TargetError`
+    naming the worst coordinate when a coordinate disagrees beyond rounding; records what
+    was checked in ``target.build_info["gradient_check"]`` and returns it. Skipped, with a
+    note there and a warning, above ``GRADIENT_CHECK_MAX_DIM`` or when the check would take
+    longer than ``GRADIENT_CHECK_MAX_SECONDS``.
+    """
+    import time
+
+    d = target.dim
+    x0 = target.initial_point
+    start = time.perf_counter()
+    g0 = np.empty(d)
+    target.logp_grad(x0, g0, target.data)
+    one_call = time.perf_counter() - start
+    expected = n_points * (2 * d + 1) * one_call
+    if d > GRADIENT_CHECK_MAX_DIM or expected > GRADIENT_CHECK_MAX_SECONDS:
+        why = (f"d = {d} > {GRADIENT_CHECK_MAX_DIM}" if d > GRADIENT_CHECK_MAX_DIM
+               else f"it would take about {expected:.0f} s")
+        note = {"checked": False, "note": f"gradient check skipped: {why}; run wb.check_gradient(target) to check it"}
+        target.build_info["gradient_check"] = note
+        warnings.warn(f"Target {target.name!r}: {note['note']}", UserWarning, stacklevel=3)
+        return note
+    rng = np.random.default_rng(seed)
+    points = [x0]
+    for _ in range(n_points - 1):
+        noise = 0.5 * rng.standard_normal(d) * np.maximum(1.0, np.abs(x0))
+        for shrink in (1.0, 0.1, 0.01):
+            x = x0 + shrink * noise
+            if math.isfinite(target.logp_grad(x, g0, target.data)):
+                points.append(x)
+                break
+    worst = (0.0, -1, None, 0.0, 0.0)  # (excess over tolerance, coordinate, point, g, fd)
+    max_rel = 0.0
+    n_checked = 0
+    for x in points:
+        g = np.empty(d)
+        lp = target.logp_grad(x, g, target.data)
+        if not (math.isfinite(lp) and np.all(np.isfinite(g))):
+            continue
+        fd, h = _central_differences(target, x, lp)
+        ok = np.isfinite(fd)
+        n_checked += 1
+        diff = np.abs(g - fd)
+        scale = np.maximum(1.0, np.maximum(np.abs(g), np.abs(fd)))
+        roundoff = 100.0 * np.finfo(float).eps * max(1.0, abs(lp)) / h
+        excess = np.where(ok, diff / (GRADIENT_CHECK_RTOL * scale + roundoff), 0.0)
+        max_rel = max(max_rel, float(np.max(np.where(ok, diff / scale, 0.0))))
+        k = int(np.argmax(excess))
+        if excess[k] > worst[0]:
+            worst = (float(excess[k]), k, x, float(g[k]), float(fd[k]))
+    info = {"checked": True, "points": n_checked, "max_rel_error": max_rel,
+            "density_calls": n_checked * (2 * d + 1)}
+    target.build_info["gradient_check"] = info
+    if worst[0] > 1.0:
+        _, k, x, gk, fdk = worst
+        raise TargetError(
+            f"the gradient of target {target.name!r} is wrong: at coordinate {k} "
+            f"({target.param_names[k]}) logp_grad wrote {gk:.6g} but the density's slope (central "
+            f"differences) is {fdk:.6g}, at the point {format_point(x)}. Check d log p / d "
+            f"{target.param_names[k]} (a sign, a factor, a missing term of the prior); "
+            "check_gradient=False skips this check"
+        )
+    return info

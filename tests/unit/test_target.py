@@ -43,6 +43,50 @@ def test_check_gradient_catches_a_wrong_gradient():
     assert np.max(np.abs(g_bad - fd)) / max(1.0, np.abs(fd).max()) > 0.05
 
 
+@pytest.mark.parametrize("fn, coordinate", [(uf.iso_wrong_sign, None), (uf.iso_off_in_last, 2)])
+def test_from_numba_refuses_a_wrong_gradient_and_names_the_coordinate(fn, coordinate):
+    with pytest.raises(TargetError, match="gradient of target 'mine' is wrong: at coordinate") as info:
+        wb.Target.from_numba(fn, dim=3, data=PREC, name="mine")
+    if coordinate is not None:
+        assert f"at coordinate {coordinate} (theta[{coordinate}])" in str(info.value)
+    assert "check_gradient=False" in str(info.value)
+    # the opt-out builds it anyway
+    t = wb.Target.from_numba(fn, dim=3, data=PREC, check_gradient=False)
+    assert "gradient_check" not in t.build_info
+
+
+def test_from_numba_records_its_gradient_check():
+    t = wb.Target.from_numba(uf.iso_logp_grad, dim=3, data=PREC)
+    check = t.build_info["gradient_check"]
+    assert check["checked"] and check["points"] == 3 and check["density_calls"] == 3 * 7
+    assert check["max_rel_error"] < 1e-6
+
+
+def test_gradient_check_allows_for_round_off_of_a_large_density():
+    # log p ~ -1e6 and curvature 1e4: a right gradient must pass, a 1% wrong one must not
+    mu = np.array([50.0, -20.0])
+    t = wb.Target.from_numba(uf.steep_gaussian, dim=2, data=(mu,), initial_point=mu + 0.01)
+    assert t.build_info["gradient_check"]["checked"]
+    with pytest.raises(TargetError, match="coordinate 1"):
+        wb.Target.from_numba(uf.iso_off_in_last, dim=2, data=(np.array([1e4, 1e4]),),
+                             initial_point=np.array([50.0, -20.0]), name="mine")
+
+
+def test_gradient_check_is_skipped_with_a_note_above_its_size_limit(monkeypatch):
+    import workbench.target as target_module
+
+    monkeypatch.setattr(target_module, "GRADIENT_CHECK_MAX_DIM", 2)
+    with pytest.warns(UserWarning, match="gradient check skipped: d = 3 > 2"):
+        t = wb.Target.from_numba(uf.iso_wrong_sign, dim=3, data=PREC)
+    assert not t.build_info["gradient_check"]["checked"]
+
+
+def test_gradient_check_works_where_the_density_ends_near_the_start():
+    # log p = -inf outside a disc: points that fall outside are pulled in, not fatal
+    t = wb.Target.from_numba(uf.gaussian_in_a_disc, dim=2, initial_point=np.array([5.9, 0.0]))
+    assert t.build_info["gradient_check"]["points"] >= 1
+
+
 def test_from_logp_finite_difference_gradient_warns_and_is_accurate():
     with pytest.warns(SlowGradientWarning, match="central differences"):
         t = wb.Target.from_logp(uf.iso_logp, dim=3, data=PREC, name="fd")
