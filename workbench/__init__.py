@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import approximations, methods, metrics, targets
+from . import approximations, methods, metrics, posteriors, targets
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
 from .references import Reference, reference
 from .result import Budget, Cost, Result
@@ -38,5 +38,6 @@ __all__ = [
     "methods",
     "reference",
     "metrics",
+    "posteriors",
     "targets",
 ]

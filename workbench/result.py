@@ -175,8 +175,14 @@ class Result:
         default = all(n == f"theta[{i}]" for i, n in enumerate(self.param_names))
         return list(range(self.dim)) if default else list(self.param_names)
 
-    def to_arviz(self):
+    def to_arviz(self, target=None):
         """The ArviZ 1.x ``xarray.DataTree`` of this result.
+
+        With the ``target`` it ran on, when that target knows its model's own variables (a
+        PyMC model, ``target.constrain``), the posterior holds those instead: free variables
+        on their constrained scale and the deterministics, named, shaped and with the dims
+        and coords the model declares; the draws themselves move to ``unconstrained_posterior``
+        (variable ``theta_unconstrained``, dim ``param``).
 
         Groups: ``posterior`` (variable ``theta`` with dim ``param``); ``sample_stats``
         with ArviZ's conventional names (``acceptance_rate``, ``diverging``, ``energy``,
@@ -190,6 +196,15 @@ class Result:
 
         shape = self.draws.shape[:2]
         groups: dict[str, dict] = {"posterior": {"theta": self.draws}}
+        dims, coords = {"theta": ["param"]}, {"param": self._coords()}
+        if target is not None and getattr(target, "constrain_fn", None) is not None:
+            if target.dim != self.dim:
+                raise ValueError(f"target {target.name!r} has dim {target.dim}, the draws {self.dim}")
+            groups["unconstrained_posterior"] = {"theta_unconstrained": self.draws}
+            groups["posterior"] = target.constrain(self.draws)
+            dims = {"theta_unconstrained": ["param"]}
+            dims.update(getattr(target.constrain_fn, "dims", {}))
+            coords.update(getattr(target.constrain_fn, "coords", {}))
         sample_stats, traces = {}, {}
         for name, arr in self.stats.items():
             a = np.asarray(arr)
@@ -202,7 +217,8 @@ class Result:
         if sample_stats:
             groups["sample_stats"] = sample_stats
         if self.warmup_draws is not None and self.warmup_draws.shape[1] > 0:
-            groups["warmup_posterior"] = {"theta": self.warmup_draws}
+            groups["warmup_posterior"] = (target.constrain(self.warmup_draws) if "theta_unconstrained" in dims
+                                          else {"theta": self.warmup_draws})
         attrs = {
             "method": self.method,
             "target": self.target,
@@ -214,8 +230,8 @@ class Result:
             attrs["log_z"] = float(self.log_z)
         tree = az.from_dict(
             groups,
-            dims={"theta": ["param"]},
-            coords={"param": self._coords()},
+            dims=dims,
+            coords=coords,
             attrs={"/": attrs},
             save_warmup=True,
         )

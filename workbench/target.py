@@ -669,10 +669,12 @@ def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
 
     d = target.dim
     x0 = target.initial_point
-    start = time.perf_counter()
     g0 = np.empty(d)
-    target.logp_grad(x0, g0, target.data)
-    one_call = time.perf_counter() - start
+    one_call = math.inf
+    for _ in range(3):  # the first call from Python can be slow (lazy initialisation): take the best
+        start = time.perf_counter()
+        target.logp_grad(x0, g0, target.data)
+        one_call = min(one_call, time.perf_counter() - start)
     expected = n_points * (2 * d + 1) * one_call
     if d > GRADIENT_CHECK_MAX_DIM or expected > GRADIENT_CHECK_MAX_SECONDS:
         why = (f"d = {d} > {GRADIENT_CHECK_MAX_DIM}" if d > GRADIENT_CHECK_MAX_DIM

@@ -22,7 +22,15 @@ _CATALOGUE = {
     "logistic_regression": "Bayesian logistic regression (breast cancer or synthetic); no closed-form truth",
     "bnn": "Bayesian MLP regression with per-point sigma_i (nn4post sec. 1); no closed-form truth",
     "eight_schools": "eight schools hierarchical model, non-centred (default) or centred; no closed-form truth",
+    "posterior": "a bundled standard posterior by name, as a Numba target or its PyMC model (wb.posteriors)",
 }
+
+
+def posterior(name: str, backend: str = "numba"):
+    """A bundled standard posterior (``wb.posteriors.available()``), ``backend`` "numba" or "pymc"."""
+    from ..posteriors import load
+
+    return load(name, backend)
 
 
 def available() -> dict[str, str]:
@@ -40,4 +48,5 @@ __all__ = [
     "gaussian_mixture",
     "linear_regression",
     "logistic_regression",
+    "posterior",
 ]

@@ -1,0 +1,155 @@
+"""PyMC models as targets (``Target.from_pymc``, the ``pymc`` extra) and the bundled posteriors.
+
+PyMC is installed by the README's test command (the ``test`` extra), so these run in CI.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import workbench as wb
+from workbench.errors import TargetError
+from workbench.pymc_model import parameter_names
+
+Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+
+def _eight_schools():
+    with pm.Model(coords={"school": list("ABCDEFGH")}) as model:
+        y = pm.Data("y", Y)
+        mu = pm.Normal("mu", 0, 5)
+        tau = pm.HalfCauchy("tau", 5)
+        eta = pm.Normal("eta", 0, 1, dims="school")
+        theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
+        pm.Normal("obs", theta, SIGMA, observed=y)
+    return model
+
+
+def _matrix_model():
+    """A matrix-valued and a bounded vector variable: the joined vector's order matters."""
+    with pm.Model() as model:
+        w = pm.Normal("w", 0, 1, shape=(2, 3))
+        s = pm.HalfNormal("s", 1, shape=2)
+        u = pm.Uniform("u", -1, 2)
+        pm.Normal("obs", w.sum(axis=1) * u, s, observed=np.array([0.3, -0.4]))
+    return model
+
+
+def _as_point(model, theta):
+    """The joined vector as PyMC's dict of value variables."""
+    point, i = {}, 0
+    for v in model.value_vars:
+        shape = model.initial_point()[v.name].shape
+        n = int(np.prod(shape))
+        point[v.name] = theta[i:i + n].reshape(shape)
+        i += n
+    return point
+
+
+@pytest.mark.parametrize("build", [_eight_schools, _matrix_model], ids=["eight_schools", "matrix"])
+def test_from_pymc_equals_pymcs_own_logp_and_gradient(build):
+    model = build()
+    target = wb.Target.from_pymc(model)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        theta = target.initial_point + rng.standard_normal(target.dim)
+        lp, g = target.logp_and_grad(theta)
+        point = _as_point(model, theta)
+        assert lp == pytest.approx(float(logp(point)), rel=1e-12, abs=1e-10)
+        np.testing.assert_allclose(g, dlogp(point), rtol=1e-10, atol=1e-10)
+    assert target.build_info["compile_seconds"] > 0
+    assert target.build_info["gradient_check"]["checked"]
+
+
+def test_names_initial_point_and_constrained_draws():
+    model = _eight_schools()
+    target = wb.Target.from_pymc(model, name="schools")
+    assert target.name == "schools" and target.dim == 10
+    assert target.param_names[:3] == ("mu", "tau_log__", "eta[A]")
+    np.testing.assert_allclose(target.initial_point[1], np.log(5.0))  # PyMC's initial point
+    draws = np.random.default_rng(1).standard_normal((3, 4, 10))
+    c = target.constrain(draws)
+    assert set(c) == {"mu", "tau", "eta", "theta"}
+    assert c["eta"].shape == (3, 4, 8) and c["tau"].shape == (3, 4)
+    np.testing.assert_allclose(c["tau"], np.exp(draws[..., 1]))
+    np.testing.assert_allclose(c["theta"], draws[..., :1] + np.exp(draws[..., 1:2]) * draws[..., 2:])
+    with pytest.raises(TargetError, match="shape"):
+        target.constrain(np.zeros((5, 9)))
+
+
+def test_matrix_variables_are_named_in_c_order():
+    target = wb.Target.from_pymc(_matrix_model())
+    assert target.param_names == ("w[0,0]", "w[0,1]", "w[0,2]", "w[1,0]", "w[1,1]", "w[1,2]",
+                                  "s_log__[0]", "s_log__[1]", "u_interval__")
+    c = target.constrain(np.zeros(9))
+    assert c["w"].shape == (2, 3) and c["u"] == pytest.approx(0.5)  # the middle of (-1, 2)
+
+
+def test_parameter_names_use_coordinates_only_when_they_fit():
+    class V:
+        def __init__(self, name):
+            self.name = name
+
+    names = parameter_names([V("a"), V("b")], {"a": (2,), "b": (2,)}, {"a": [["x", "y"]], "b": [["only"]]})
+    assert names == ("a[x]", "a[y]", "b[0]", "b[1]")
+
+
+def test_to_arviz_shows_the_models_own_variables():
+    model = _eight_schools()
+    target = wb.Target.from_pymc(model)
+    res = wb.methods.NUTS(chains=2, warmup=200, draws=200).run(target, seed=3)
+    tree = res.to_arviz(target)
+    post = tree["posterior"]
+    assert set(post.data_vars) == {"mu", "tau", "eta", "theta"}
+    assert list(post["theta"].coords["school"].values) == list("ABCDEFGH")
+    assert float(post["tau"].min()) > 0
+    np.testing.assert_allclose(tree["unconstrained_posterior"]["theta_unconstrained"].values, res.draws)
+    assert "posterior" in res.to_arviz().children  # without the target: theta as before
+
+
+def test_discrete_free_variables_are_refused():
+    with pm.Model() as model:
+        k = pm.Poisson("k", 3.0)
+        pm.Normal("obs", k, 1.0, observed=1.0)
+    with pytest.raises(TargetError, match=r"discrete free variables \['k'\].*continuous"):
+        wb.Target.from_pymc(model)
+
+
+def test_bad_models_are_refused_clearly():
+    with pytest.raises(TargetError, match="needs a pymc.Model, got str"):
+        wb.Target.from_pymc("model.py")
+    with pm.Model() as empty:
+        pass
+    with pytest.raises(TargetError, match="no free variables"):
+        wb.Target.from_pymc(empty)
+
+
+@pytest.mark.parametrize("name", list(wb.posteriors.available()))
+def test_bundled_posteriors_agree_across_backends(name):
+    numba_form = wb.posteriors.load(name)
+    pymc_form = wb.posteriors.load(name, backend="pymc")
+    assert numba_form.dim == pymc_form.dim
+    assert numba_form.spec == {"factory": "posterior", "name": name, "backend": "numba"}
+    assert (pymc_form.truth is None) == (numba_form.truth is None)
+    rng = np.random.default_rng(2)
+    offsets = []
+    for _ in range(4):
+        theta = numba_form.initial_point + 0.5 * rng.standard_normal(numba_form.dim)
+        lp_a, g_a = numba_form.logp_and_grad(theta)
+        lp_b, g_b = pymc_form.logp_and_grad(theta)
+        offsets.append(lp_a - lp_b)
+        np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-9)
+    # the same density up to a constant (both are normalised, so the constant is ~0)
+    assert np.ptp(offsets) < 1e-8 and abs(offsets[0]) < 1e-6
+
+
+def test_bundled_posteriors_by_name_and_bad_names():
+    assert "eight_schools_centered" in wb.posteriors.available()
+    t = wb.targets.posterior("eight_schools_centered")
+    assert t.name == "eight_schools_centered" and t.dim == 10
+    with pytest.raises(TargetError, match="unknown posterior 'nope'; bundled posteriors: eight_schools"):
+        wb.posteriors.load("nope")
+    with pytest.raises(TargetError, match="backend must be one of"):
+        wb.posteriors.load("eight_schools_centered", backend="stan")

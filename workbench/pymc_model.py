@@ -1,0 +1,229 @@
+"""PyMC models as workbench targets (the optional ``pymc`` extra: ``pip install "workbench[pymc]"``).
+
+PyMC writes a model's joint log density as a PyTensor graph on the *unconstrained* space:
+every bounded variable has a value variable on the real line (``tau`` appears as
+``tau_log__``) and the log density includes the transform's Jacobian, so every method here
+samples or fits it as it is. PyTensor's Numba backend compiles the density and its gradient
+to a Numba function, which :func:`from_pymc` wraps into the project's
+``logp_grad(theta, grad_out, data)`` contract (the same route nutpie takes to sample PyMC
+models at compiled speed). The model's data containers (``pm.Data``) are the target's
+``data`` tuple, handed to the compiled function unchanged.
+
+Draws map back to the model's own variables with ``target.constrain(draws)`` or
+``result.to_arviz(target)``: a dict of the free variables on their constrained scale (and the
+deterministics), shaped as the model declares them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .errors import TargetError
+
+INSTALL_HINT = 'PyMC models need the optional extra: pip install "workbench[pymc]" (PyMC >= 6)'
+
+
+def _import_pymc():
+    try:
+        import pymc
+        import pytensor
+    except ImportError as exc:
+        raise ImportError(INSTALL_HINT) from exc
+    return pymc, pytensor
+
+
+def parameter_names(value_vars, shapes: dict, labels: dict | None = None) -> tuple:
+    """One name per coordinate of the joined vector, in the order PyMC joins the value
+    variables (each flattened in C order): ``mu``, ``tau_log__``, ``eta[0]``, ``L[1,0]``, or
+    ``beta[age]`` where the model gives the variable's dims coordinates (``labels``: value
+    variable name -> one list of labels per axis)."""
+    labels = labels or {}
+    names = []
+    for v in value_vars:
+        shape = tuple(shapes[v.name])
+        axes = labels.get(v.name)
+        if shape == ():
+            names.append(v.name)
+        elif axes is not None and tuple(len(a) for a in axes) == shape:
+            names.extend(f"{v.name}[{','.join(str(axes[a][i]) for a, i in enumerate(idx))}]"
+                         for idx in np.ndindex(*shape))
+        else:
+            names.extend(f"{v.name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape))
+    return tuple(names)
+
+
+def _coordinate_labels(model) -> dict:
+    """Value variable name -> the coordinate labels of its RV's dims, where all are given."""
+    out = {}
+    for v in model.value_vars:
+        rv = model.values_to_rvs[v]
+        dims = model.named_vars_to_dims.get(rv.name)
+        if dims and all(model.coords.get(d) is not None for d in dims):
+            out[v.name] = [list(model.coords[d]) for d in dims]
+    return out
+
+
+def _check_model(model, pm):
+    if not isinstance(model, pm.Model):
+        raise TargetError(
+            f"from_pymc needs a pymc.Model, got {type(model).__name__}; build it with "
+            "`with pm.Model() as model: ...` and pass `model`"
+        )
+    discrete = [rv.name for rv in model.free_RVs if rv.type.dtype.startswith(("int", "uint", "bool"))]
+    if discrete:
+        raise TargetError(
+            f"the model has discrete free variables {discrete}: the gradient-based methods need "
+            "continuous parameters. Marginalise them out (e.g. pm.NormalMixture instead of a "
+            "Categorical assignment), or observe them"
+        )
+    if not model.value_vars:
+        raise TargetError("the model has no free variables (everything is observed): nothing to infer")
+
+
+def graph_digest(variable) -> str:
+    """A hash of a PyTensor graph's printed form: two models with one name but different
+    densities get different cache keys (their data enters through ``data``)."""
+    import hashlib
+
+    from pytensor.printing import debugprint
+
+    return hashlib.sha256(debugprint(variable, file="str").encode()).hexdigest()[:16]
+
+
+def _shared_inputs(fn) -> list:
+    """The shared variables (``pm.Data``) a compiled PyTensor function reads, in argument order."""
+    return [v for v in fn.maker.fgraph.inputs[1:]]
+
+
+def _wrap(jitted, n_data: int):
+    """``logp_grad(theta, grad_out, data)`` calling the compiled PyTensor function.
+
+    The compiled function returns ``(logp as a 0-d array, gradient)``; its data inputs come
+    from ``data`` one by one, so the wrapper is written for the number of data arrays.
+    """
+    import numba
+
+    args = "".join(f", data[{i}]" for i in range(n_data))
+    source = (
+        "def logp_grad(theta, grad_out, data):\n"
+        f"    out = jitted(theta{args})\n"
+        "    g = out[1]\n"
+        "    for i in range(grad_out.shape[0]):\n"
+        "        grad_out[i] = g[i]\n"
+        "    return out[0][()]\n"
+    )
+    namespace = {"jitted": jitted}
+    exec(compile(source, "<workbench.pymc_model>", "exec"), namespace)  # noqa: S102 - our own source
+    return numba.njit(error_model="numpy")(namespace["logp_grad"])
+
+
+class Constrainer:
+    """Maps unconstrained draws (..., d) to the model's variables on their own scale.
+
+    Calls a compiled PyTensor function once per draw (a few microseconds each): for reports
+    and ArviZ, not for inner loops.
+    """
+
+    def __init__(self, fn, names: list, shapes: list, data: tuple, dim: int, dims=None, coords=None):
+        self._fn = fn
+        self.names = names
+        self.shapes = shapes
+        self.dims = dict(dims or {})  # variable -> the model's dim names (for ArviZ)
+        self.coords = dict(coords or {})
+        self._data = data
+        self._dim = dim
+
+    def __call__(self, draws) -> dict:
+        x = np.asarray(draws, dtype=float)
+        if x.shape[-1] != self._dim:
+            raise TargetError(f"draws have {x.shape[-1]} columns, the model has {self._dim} parameters")
+        lead = x.shape[:-1]
+        flat = x.reshape(-1, self._dim)
+        out = {n: np.empty((len(flat),) + s) for n, s in zip(self.names, self.shapes)}
+        for i, row in enumerate(flat):
+            values = self._fn(np.ascontiguousarray(row), *self._data)
+            for name, value in zip(self.names, values):
+                out[name][i] = value
+        return {n: a.reshape(lead + a.shape[1:]) for n, a in out.items()}
+
+
+def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, description: str = ""):
+    """A :class:`~workbench.Target` from a PyMC model (see the module docstring).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        Continuous free variables only (a clear error otherwise).
+    name : str, optional
+        Defaults to the model's name, or ``"pymc_model"``.
+    check_gradient : bool
+        Compare the compiled gradient with central differences once (as ``from_numba``).
+
+    The target's ``param_names`` are the value variables' (``tau_log__``, ``eta[0]``, ...),
+    its ``initial_point`` PyMC's ``model.initial_point()``; ``build_info`` records the
+    compile time (``compile_seconds``), apart from any run's cost.
+    """
+    pm, pytensor = _import_pymc()
+    import pytensor.tensor as pt
+    from pymc.pytensorf import join_nonshared_inputs
+
+    from .target import Target
+
+    _check_model(model, pm)
+    start = time.perf_counter()
+    point = model.initial_point()
+    value_vars = model.value_vars
+    logp = model.logp()
+    grad = pt.concatenate([pt.flatten(g) for g in pt.grad(logp, value_vars)])
+    [logp_x, grad_x], joined = join_nonshared_inputs(point, [logp, grad], value_vars)
+    fn = pytensor.function([joined], [logp_x, grad_x], mode="NUMBA", on_unused_input="ignore")
+    shared = _shared_inputs(fn)
+    data = tuple(np.asarray(v.get_value(borrow=False)) for v in shared)
+    for v, value in zip(shared, data):
+        if value.dtype != np.dtype(v.type.dtype) or value.dtype.kind not in "fi" or value.dtype.itemsize != 8:
+            raise TargetError(
+                f"data container {v.name!r} has dtype {value.dtype}; from_pymc supports float64 "
+                "and int64 data (pm.Data(name, np.asarray(x, dtype=float)))"
+            )
+    logp_grad = _wrap(fn.vm.jit_fn, len(data))
+
+    # the constrained variables (free RVs back-transformed, deterministics), for reports
+    keep = {rv.name for rv in model.unobserved_RVs}
+    outputs = [v for v in model.unobserved_value_vars if v.name in keep]
+    constrained, joined_c = join_nonshared_inputs(point, outputs, value_vars)
+    cfn = pytensor.function([joined_c], constrained, mode="NUMBA", on_unused_input="ignore")
+    cshared = _shared_inputs(cfn)
+    cdata = tuple(np.asarray(v.get_value(borrow=False)) for v in cshared)
+    jit_c = cfn.vm.jit_fn
+    x0 = np.concatenate([np.ravel(point[v.name]) for v in value_vars]).astype(float)
+    shapes = [np.shape(value) for value in jit_c(x0, *cdata)]
+    names = [v.name for v in outputs]
+    dim = int(x0.size)
+    target_name = name or (model.name or "pymc_model")
+    info = {"backend": "PyTensor Numba"}
+    target = Target(
+        name=target_name,
+        dim=dim,
+        logp_grad=logp_grad,
+        data=data,
+        param_names=parameter_names(value_vars, {k: np.shape(v) for k, v in point.items()},
+                                    _coordinate_labels(model)),
+        initial_point=x0,
+        spec={"factory": "from_pymc", "model": target_name, "dim": dim,
+              "variables": [v.name for v in value_vars], "graph": graph_digest(logp_x)},
+        description=description or f"PyMC model {target_name!r} ({', '.join(v.name for v in model.free_RVs)})",
+        constrain_fn=Constrainer(
+            jit_c, names, shapes, cdata, dim,
+            dims={n: list(model.named_vars_to_dims[n]) for n in names if n in model.named_vars_to_dims},
+            coords={k: list(v) for k, v in model.coords.items() if v is not None},
+        ),
+        build_info=info,
+    )
+    info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
+    if check_gradient:
+        from .target import verify_gradient
+
+        verify_gradient(target)
+    return target
