@@ -23,8 +23,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from .errors import TargetError
 from .jit import jit
 from .numerics import LOG_2PI

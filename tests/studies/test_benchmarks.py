@@ -37,3 +37,11 @@ def test_pathfinder_benchmark_quick_runs_and_prints_its_tables(capsys):
     out = capsys.readouterr().out
     for needle in ("Part 1", "equicorrelated", "Pathfinder (4 paths)", "grads / NUTS", "pathfinder", "ratio"):
         assert needle in out
+
+
+@pytest.mark.slow
+def test_pymc_overhead_quick_runs_and_prints_its_tables(capsys):
+    _load("pymc_overhead").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("overhead", "raw_us", "wrapped_us", "eight_schools_noncentered", "breast_cancer_logistic", "ess_per_s"):
+        assert needle in out
