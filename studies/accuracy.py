@@ -19,6 +19,7 @@ import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for, target_label
 from workbench.study import figures as F
+from workbench.study.panel import CHAINS, method_panel
 
 TARGETS = [
     ("gaussian d=10", {"factory": "gaussian", "dim": 10, "scales": "logspace"}),
@@ -30,31 +31,10 @@ TARGETS = [
     ("BNN", {"factory": "bnn", "n_data": 40, "widths": [5]}),
 ]
 EXACT_TARGETS = ("gaussian d=10", "mixture d=2", "funnel d=5", "banana d=2", "linear regression")
-CHAINS = 2
 
 
-def methods_for(budget: int) -> list[tuple[str, dict, int | None]]:
-    """(label, method spec, grad_budget). Samplers get a warmup that fits the budget and more
-    draws than it allows, so the budget decides where they stop."""
-    per_chain = budget // CHAINS
-    quiet = {"progress": False}
-    return [
-        ("RWM", {"method": "RandomWalkMH", "chains": CHAINS, "warmup": per_chain // 4, "draws": per_chain, **quiet}, budget),
-        ("HMC", {"method": "HMC", "chains": CHAINS, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
-        ("NUTS", {"method": "NUTS", "chains": CHAINS, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
-        ("IS", {"method": "ImportanceSampling", "n": budget}, budget),
-        # the VI methods at their defaults: the budget decides the steps; 4,000 draws, as Exact's
-        ("MeanFieldVI", {"method": "MeanFieldVI", **quiet}, budget),
-        ("NN4Post", {"method": "NN4Post", **quiet}, budget),
-        ("FullRankVI", {"method": "FullRankVI", **quiet}, budget),
-        # multi-path Pathfinder as Stan runs it (4 paths), with as many pooled draws as a tenth
-        # of the budget pays for (their densities are part of its cost); it stops when L-BFGS
-        # converges, usually far below the budget
-        ("Pathfinder", {"method": "Pathfinder", "paths": 4, "draws": min(1000, budget // 40), **quiet}, budget),
-        # tempered SMC, 4 runs, with as many particles as the budget pays for at about 500
-        # gradients each (its default moves; studies/evidence.py has its log Z and mode weights)
-        ("SMC", {"method": "SMC", "runs": 4, "particles": int(np.clip(budget // 2000, 25, 2000)), **quiet}, budget),
-    ]
+# every method at a budget: the panel `workbench compare` runs too (workbench/study/panel.py)
+methods_for = method_panel
 
 
 # NUTS with the remedy for divergences (a smaller step); run on the banana beside the default

@@ -16,6 +16,17 @@ from .references import Reference, reference
 from .result import Budget, Cost, Result
 from .target import GradientCheck, Target, Truth, check_gradient
 
+
+
+def compare(target, **kwargs):
+    """Every applicable method on ``target`` at equal gradient budgets, scored against the truth
+    or a checked reference, on one report page with a recommendation (``workbench/comparison.py``;
+    the command line's ``workbench compare TARGET``)."""
+    from .comparison import compare as _compare
+
+    return _compare(target, **kwargs)
+
+
 try:
     __version__ = version("workbench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -35,6 +46,7 @@ __all__ = [
     "approximations",
     "WorkbenchError",
     "check_gradient",
+    "compare",
     "methods",
     "reference",
     "metrics",

@@ -4,6 +4,8 @@
     workbench study NAME [--quick] [--executor local|serial|dask] [--scheduler tcp://...] [--out reports/]
     workbench report NAME [--quick] [--out reports/]   re-render a page from the cache, running nothing
     workbench report --all                          re-render every study that has a cache, and the index
+    workbench compare TARGET [--quick] [--budgets 10000,100000] [--seeds N] [--backend numba|pymc]
+        every method on one posterior (a built-in target, a bundled posterior, path/to/file.py:NAME)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     from .study.main import add_run_arguments
 
     parser = argparse.ArgumentParser(prog="workbench", description="Bayesian inference methods side by side.")
-    sub = parser.add_subparsers(dest="command", metavar="{list,study,report}")
+    sub = parser.add_subparsers(dest="command", metavar="{list,study,report,compare}")
     sub.required = True
     sub.add_parser("list", help="targets, methods and studies")
     p = sub.add_parser("study", help="run (or resume) a study and write its report")
@@ -30,7 +32,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every study")
     p.add_argument("--quick", action="store_true", help="the quick grid's cells")
     p.add_argument("--out", default="reports")
+    p = sub.add_parser("compare", help="every method on one posterior at equal gradient budgets: a report page and a verdict")
+    p.add_argument("target", help="a built-in target, a bundled posterior (workbench list), or path/to/file.py:NAME")
+    p.add_argument("--backend", choices=("numba", "pymc"), default="numba", help="a bundled posterior's form")
+    p.add_argument("--budgets", type=_budgets, default=None, metavar="N,N,...",
+                   help="gradient budgets per run (default 10000,100000,1000000; --quick: 10000,100000)")
+    p.add_argument("--seeds", type=int, default=2, help="repetitions per cell (default 2; --quick: 1)")
+    add_run_arguments(p)
     return parser
+
+
+def _budgets(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v.replace("_", "")) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"budgets are integers separated by commas, e.g. 10000,100000; got {text!r}")
+    if not values or min(values) < 100:
+        raise argparse.ArgumentTypeError(f"budgets must be integers >= 100, got {text!r}")
+    return values
 
 
 def _list() -> int:
@@ -41,6 +60,11 @@ def _list() -> int:
         print(f"  {name:<22}{text}")
     print("\nMethods (wb.methods):")
     print("  " + ", ".join(methods_available()))
+    from . import posteriors
+
+    print("\nBundled posteriors (workbench compare NAME; wb.posteriors.load(NAME)):")
+    for name, text in posteriors.available().items():
+        print(f"  {name:<26}{text}")
     print("\nStudies (workbench study NAME, or python studies/NAME.py):")
     for name, text in available_studies().items():
         print(f"  {name:<22}{text}")
@@ -56,6 +80,8 @@ def main(argv=None) -> int:
     from .study.main import check_run_arguments, report_study, run_and_report
 
     try:
+        if args.command == "compare":
+            return _compare(parser, args)
         if args.command == "study":
             check_run_arguments(parser, args)
             return report_study(load_study(args.name), args)
@@ -68,9 +94,29 @@ def main(argv=None) -> int:
             note = f" ({missing} cells not computed yet: run `workbench study {name}`)" if missing else ""
             print(f"{name}: re-rendered {path}{note}")
         return 0
+    except ImportError as exc:  # an optional extra (PyMC) is missing: the message says how to install it
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _compare(parser, args) -> int:
+    from .comparison import compare
+    from .study.main import check_run_arguments
+
+    check_run_arguments(parser, args)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    result = compare(args.target, backend=args.backend, budgets=args.budgets, seeds=args.seeds, quick=args.quick,
+                     out=args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler, fresh=args.fresh,
+                     progress=False if args.no_progress else None)
+    run = result.run
+    print(f"{result.target.name}: {len(run.cells)} runs ({run.computed} computed, {run.cached} cached, "
+          f"{run.failed} failed) in {run.seconds:.0f} s -> {result.page}")
+    print(result.recommendation)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -127,6 +127,18 @@ def _normalise_data(data) -> tuple:
 
 def _compile_for(fn, signature, what: str):
     """Compile ``fn`` for the explicit signature methods need, with a clear error."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn.py_func).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a function without a Python signature
+        params = None
+    if params is not None and len(params) != len(signature.args):
+        names = "(theta, grad_out, data)" if len(signature.args) == 3 else "(theta, grad_out, data, rows, scale)"
+        raise TargetError(
+            f"{what} takes {len(params)} argument(s) ({', '.join(params)}), it must take {len(signature.args)}: "
+            f"def {what}{names}: write the gradient into grad_out and return the log density"
+        )
     try:
         fn.compile(signature)
     except numba.core.errors.TypingError as exc:

@@ -1,0 +1,146 @@
+"""``workbench compare`` / ``wb.compare``: finding the target, the page, the verdict, bad input."""
+
+from __future__ import annotations
+
+import html
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import workbench as wb
+from tests import user_functions as uf
+from workbench import cli
+from workbench.comparison import load_source, recommendation, resolve
+from workbench.errors import TargetError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "user_target.py"
+PANEL = {"Laplace", "RWM", "HMC", "NUTS", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "Pathfinder", "SMC"}
+
+
+def _images(page: Path) -> list[Path]:
+    return [page.parent / src for src in re.findall(r"<img src=['\"]([^'\"]+)['\"]", page.read_text())]
+
+
+def test_compare_a_users_file_writes_a_page_with_its_images_and_a_verdict(tmp_path):
+    result = wb.compare(f"{EXAMPLE}:logp_grad", budgets=(3000,), seeds=1, executor="serial", out=tmp_path,
+                        progress=False)
+    table = result.run.table
+    assert set(table["method"]) == PANEL  # no exact sampler: no Exact row
+    assert (table["truth"] == "reference (long NUTS)").all()
+    assert (table["status"] == "ok").sum() >= 8, table[["method", "status", "error"]]
+    page = result.page
+    assert page.is_file() and page.parent.name == "compare_user_target_logp_grad"
+    images = _images(page)
+    assert len(images) >= 4 and all(p.is_file() and p.stat().st_size > 1000 for p in images)
+    text = html.unescape(page.read_text())
+    assert "For this posterior at 3,000 gradient evaluations:" in text
+    assert "passes posteriordb's standard" in text
+    assert result.recommendation.split(":")[1].split(",")[0].strip() in PANEL
+    # cached: a second call computes nothing
+    again = wb.compare(f"{EXAMPLE}:logp_grad", budgets=(3000,), seeds=1, executor="serial", out=tmp_path,
+                       progress=False)
+    assert again.run.computed == 0 and again.run.cached == len(table)
+
+
+def test_the_cli_compares_a_built_in_target_with_exact_truth(tmp_path, capsys):
+    code = cli.main(["compare", "banana", "--budgets", "2000", "--seeds", "1", "--executor", "serial",
+                     "--out", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "banana: 11 runs" in out and "For this posterior at 2,000 gradient evaluations" in out
+    assert "Monte Carlo floor" in out  # the exact target's Exact row
+    assert (tmp_path / "quick" / "compare_banana" / "index.html").exists() is False
+    assert (tmp_path / "full" / "compare_banana" / "index.html").is_file()
+
+
+def test_a_target_built_in_python_runs_in_this_process_only(tmp_path):
+    target = wb.Target.from_numba(uf.iso_logp_grad, dim=2, data=(np.array([1.0, 4.0]),), name="iso")
+    built, spec, rebuildable = resolve(target)
+    assert built is target and spec["factory"] == "registered" and not rebuildable
+    with pytest.raises(ValueError, match="only executor='serial' can run it"):
+        wb.compare(target, budgets=(1000,), executor="local", out=tmp_path)
+
+
+def test_resolving_names(tmp_path):
+    target, spec, rebuildable = resolve("eight_schools_noncentered")
+    assert spec == {"factory": "posterior", "name": "eight_schools_noncentered", "backend": "numba"} and rebuildable
+    target, spec, _ = resolve("gaussian(dim=3, scales='logspace')")
+    assert spec == {"factory": "gaussian", "dim": 3, "scales": "logspace"} and target.truth is not None
+    with pytest.raises(TargetError, match="missing 1 required positional argument: 'dim'; give its arguments"):
+        resolve("gaussian")
+    target, spec, _ = resolve(f"{EXAMPLE}:logp_grad")
+    assert spec["factory"] == "source" and spec["file_digest"] and target.dim == 2
+    assert target.build_info["gradient_check"]["checked"]  # a user's file goes through from_numba's check
+
+
+@pytest.mark.parametrize("source, message", [
+    ("nosuch.py:f", "no file 'nosuch.py'"),
+    ("{file}:missing", "defines no 'missing'; it defines: data, dim, logp_grad"),
+    ("{nodim}:logp_grad", "no `dim`: add `dim = D`"),
+    ("{wrong_signature}:logp", "logp_grad takes 1 argument(s) (theta), it must take 3"),
+    ("{wrong_gradient}:logp_grad", "is wrong: at coordinate 0"),
+    ("{not_a_function}:logp_grad", "it must be a Numba logp_grad"),
+    ("{needs_args}:make", "needs arguments"),
+    ("nosuch", "unknown target 'nosuch': give a built-in target"),
+])
+def test_bad_targets_get_messages_that_say_what_to_write(tmp_path, source, message):
+    files = {
+        "file": EXAMPLE.read_text(),
+        "nodim": "import numba\n@numba.njit\ndef logp_grad(theta, grad_out, data):\n    grad_out[0] = -theta[0]\n"
+                 "    return -0.5 * theta[0] ** 2\n",
+        "wrong_signature": "import numba\ndim = 1\n@numba.njit\ndef logp(theta):\n    return -0.5 * theta[0] ** 2\n",
+        "wrong_gradient": "import numba\ndim = 1\n@numba.njit\ndef logp_grad(theta, grad_out, data):\n"
+                          "    grad_out[0] = theta[0]\n    return -0.5 * theta[0] ** 2\n",
+        "not_a_function": "logp_grad = 3\n",
+        "needs_args": "def make(n):\n    return n\n",
+    }
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
+    source = source.format(**{name: tmp_path / f"{name}.py" for name in files})
+    with pytest.raises(TargetError, match=re.escape(message)):
+        load_source(source) if ".py" in source else resolve(source)
+
+
+def test_bad_settings_and_cli_input(tmp_path, capsys):
+    for budgets in [(), (10,), (1.5e4,), (True,)]:
+        with pytest.raises(ValueError, match="budgets must be integers >= 100"):
+            wb.compare("banana", budgets=budgets, out=tmp_path)
+    with pytest.raises(ValueError, match="seeds must be an integer >= 1"):
+        wb.compare("banana", seeds=0, out=tmp_path)
+    with pytest.raises(TargetError, match="compare needs a Target or a name"):
+        resolve(3)
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "banana", "--budgets", "lots"])
+    assert "budgets are integers separated by commas" in capsys.readouterr().err
+    assert cli.main(["compare", "nosuch.py:f", "--out", str(tmp_path)]) == 2
+    assert "no file 'nosuch.py'" in capsys.readouterr().err
+
+
+def _table(rows):
+    columns = ["method", "grad_budget", "status", "w1_mean", "grad_evals", "health"]
+    return pd.DataFrame([dict(zip(columns, r)) for r in rows])
+
+
+def test_the_recommendation_prefers_a_healthy_method_and_says_why():
+    table = _table([
+        ("NUTS", 1e5, "ok", 0.05, 1e5, "ok"),
+        ("RWM", 1e5, "ok", 0.03, 1e5, "R-hat, low ESS"),
+        ("Pathfinder", 1e5, "ok", 0.08, 3e3, "ok"),
+        ("NUTS", 1e4, "ok", 0.2, 1e4, "ok"),
+        ("Exact", np.nan, "ok", 0.02, 0, "ok"),
+    ])
+    text = recommendation(table)
+    assert text.startswith("For this posterior at 100,000 gradient evaluations: NUTS, because")
+    assert "(next: Pathfinder, 0.08)" in text and "diagnostics are clean" in text
+    assert "RWM scored lower but failed a diagnostic" in text
+    assert "On a tighter budget, Pathfinder gets within 2x of that error (0.08) for 3,000 gradients" in text
+    assert "Exact i.i.d. draws (4,000) score 0.02" in text
+    failing = recommendation(table, {"passes": False, "why_not": "R-hat 1.05", "divergences": 3})
+    assert failing.startswith("Caution: the reference posterior fails posteriordb's standard (R-hat 1.05)")
+    assert "reparametrisation" in failing
+    assert recommendation(_table([("NUTS", 1e5, "error", np.nan, np.nan, "")])).startswith("No method produced")

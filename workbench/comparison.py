@@ -1,0 +1,387 @@
+"""``workbench compare TARGET`` / ``wb.compare(target)``: sampler or VI, for *this* posterior?
+
+Runs the method panel (``study/panel.py``: every method at equal gradient budgets, over a
+few seeds, plus Laplace, and Exact where the target has an exact sampler), scores each run
+against the exact truth or, without one, a reference NUTS run held to posteriordb's standard
+(``references.py``; the page says so when it fails), and writes one report page: accuracy
+against cost, marginals, diagnostics and a plain recommendation. It is a study built on the
+fly, so it is cached and resumable like the others (``reports/<quick|full>/compare_<name>``).
+
+TARGET is one of
+
+- a built-in target's name (``banana``: its defaults) or call (``gaussian(dim=10)``),
+- a bundled posterior's name (``eight_schools_centered``, ...; ``backend="pymc"`` for its PyMC
+  form),
+- ``path/to/file.py:NAME``, where NAME in that file is a Numba ``logp_grad(theta, grad_out,
+  data)`` (the file also sets ``dim``, and ``data`` if the function reads any), a PyMC model,
+  a ``Target``, or a function of no arguments returning one of those,
+- from Python, a ``Target`` object (then the cells run in this process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import TargetError
+from .target import Target
+
+QUICK_BUDGETS = (10_000, 100_000)
+FULL_BUDGETS = (10_000, 100_000, 1_000_000)
+# the error that decides the recommendation: mean marginal Wasserstein-1 in sd units
+SCORE = "w1_mean"
+
+
+# ----------------------------------------------------------------------------- finding the target
+
+
+def _is_pymc_model(obj) -> bool:
+    pm = sys.modules.get("pymc")
+    return pm is not None and isinstance(obj, pm.Model)
+
+
+def _module_from_file(path: Path, name: str):
+    module_name = f"workbench_user_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # Numba's cache and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def load_source(source: str, backend: str = "numba") -> Target:
+    """The target ``path/to/file.py:NAME`` describes (see the module docstring)."""
+    from numba.core.registry import CPUDispatcher
+
+    path_text, _, name = source.rpartition(":")
+    if not path_text or not name:
+        raise TargetError(f"a target from a file is written path/to/file.py:NAME, got {source!r}")
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise TargetError(f"no file {path_text!r} (looked for {path}); write TARGET as path/to/file.py:NAME")
+    module = _module_from_file(path, name)
+    if not hasattr(module, name):
+        defined = sorted(k for k in vars(module) if not k.startswith("_"))
+        raise TargetError(f"{path.name} defines no {name!r}; it defines: {', '.join(defined)}")
+    obj = getattr(module, name)
+    if callable(obj) and not isinstance(obj, (CPUDispatcher, Target)) and not _is_pymc_model(obj):
+        try:
+            obj = obj()
+        except TypeError as exc:
+            raise TargetError(
+                f"{path.name}:{name} is a Python function that needs arguments ({exc}); NAME must be a Numba "
+                "logp_grad(theta, grad_out, data), a PyMC model, a Target, or a function of no arguments "
+                "returning one of them"
+            ) from exc
+    label = f"{path.stem}.{name}"
+    if isinstance(obj, Target):
+        return obj
+    if _is_pymc_model(obj):
+        return Target.from_pymc(obj, name=label, description=f"PyMC model {name} from {path.name}")
+    if isinstance(obj, CPUDispatcher):
+        dim = getattr(module, "dim", None)
+        if dim is None:
+            raise TargetError(
+                f"{path.name} defines the Numba function {name!r} but no `dim`: add `dim = D` (the number of "
+                "parameters) at the top level of the file, and `data = (X, y)` if the function reads data"
+            )
+        data = getattr(module, "data", ())
+        return Target.from_numba(obj, dim=dim, data=data, name=label, description=f"{name} from {path.name}")
+    raise TargetError(
+        f"{path.name}:{name} is a {type(obj).__name__}; it must be a Numba logp_grad(theta, grad_out, data) "
+        "(decorated with @numba.njit), a PyMC model, a workbench Target, or a function of no arguments returning one"
+    )
+
+
+def file_digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def resolve(target, backend: str = "numba") -> tuple[Target, dict, bool]:
+    """(target, the cells' target spec, whether worker processes can rebuild it)."""
+    from . import posteriors, targets
+    from .references import data_digest
+    from .study.cells import register_target
+
+    if isinstance(target, Target):
+        if target.spec.get("factory") in targets.available():
+            return target, dict(target.spec), True
+        spec = {"factory": "registered", "name": target.name, "spec": dict(target.spec),
+                "data_digest": data_digest(target)}
+        return target, register_target(target, spec), False
+    if not isinstance(target, str):
+        raise TargetError(f"compare needs a Target or a name (str), got {type(target).__name__}")
+    if backend not in posteriors.BACKENDS:
+        raise TargetError(f"backend must be one of {posteriors.BACKENDS}, got {backend!r}")
+    if ":" in target and target.rpartition(":")[0].endswith(".py"):
+        built = load_source(target, backend)
+        path = str(Path(target.rpartition(":")[0]).expanduser().resolve())
+        spec = {"factory": "source", "source": f"{path}:{target.rpartition(':')[2]}",
+                "file_digest": file_digest(path)}
+        return built, spec, True
+    if target in posteriors.available():
+        spec = {"factory": "posterior", "name": target, "backend": backend}
+        return posteriors.load(target, backend), spec, True
+    name, kwargs = _call_syntax(target)
+    if name in targets.available() and name != "posterior":
+        try:
+            built = getattr(targets, name)(**kwargs)
+        except TypeError as exc:
+            raise TargetError(f"{target!r}: {exc}; give its arguments as in Python, e.g. "
+                              f"'gaussian(dim=10, scales=\"logspace\")'") from exc
+        return built, {"factory": name, **kwargs}, True
+    raise TargetError(
+        f"unknown target {target!r}: give a built-in target ({', '.join(k for k in targets.available() if k != 'posterior')}), "
+        f"a bundled posterior ({', '.join(posteriors.available())}) or path/to/file.py:NAME"
+    )
+
+
+def _call_syntax(text: str) -> tuple[str, dict]:
+    """``"gaussian(dim=10, scales='logspace')"`` -> ("gaussian", {...}); a bare name -> (name, {}).
+    Keyword arguments with literal values only (parsed, never evaluated)."""
+    import ast
+
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return text, {}
+    if isinstance(node, ast.Name):
+        return node.id, {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        try:
+            return node.func.id, {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        except ValueError as exc:
+            raise TargetError(f"{text!r}: arguments must be literals (numbers, strings, lists)") from exc
+    return text, {}
+
+
+# ----------------------------------------------------------------------------- the grid
+
+
+def grid_for(spec: dict, target: Target, budgets, seeds):
+    from .study import Cell
+    from .study.panel import method_panel
+
+    cells = []
+    labels = {"target": target.name}
+    for seed in seeds:
+        if target.truth is not None and target.truth.sampler is not None:
+            cells.append(Cell(spec, {"method": "Exact", "chains": 2, "draws": 2000}, seed,
+                              labels={**labels, "method": "Exact"}))
+        cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"}))
+        for budget in budgets:
+            for name, method, grad_budget in method_panel(budget):
+                cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}))
+    return cells
+
+
+# ----------------------------------------------------------------------------- the verdict
+
+
+def _healthy(flags: pd.Series) -> bool:
+    return all(str(f) in ("ok", "", "nan") for f in flags)
+
+
+def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
+    """One paragraph: the most accurate healthy method at the largest budget, and why."""
+    ok = table[(table["status"] == "ok") & np.isfinite(table[SCORE].astype(float))]
+    ok = ok[ok["method"] != "Exact"]
+    if ok.empty:
+        return "No method produced usable draws: see the table of every cell for the errors."
+    budget = ok["grad_budget"].max()
+    at_top = ok[(ok["grad_budget"] == budget) | ok["grad_budget"].isna()]
+    by_method = at_top.groupby("method").agg(error=(SCORE, "median"), grads=("grad_evals", "median"),
+                                             healthy=("health", _healthy))
+    by_method = by_method.sort_values("error")
+    healthy = by_method[by_method["healthy"]]
+    pick = healthy if len(healthy) else by_method
+    best = pick.index[0]
+    row = pick.iloc[0]
+    parts = [f"For this posterior at {int(budget):,} gradient evaluations: {best}, because its mean marginal "
+             f"Wasserstein-1 error is {row['error']:.3g} posterior sds"]
+    if len(pick) > 1:
+        parts.append(f" (next: {pick.index[1]}, {pick.iloc[1]['error']:.3g})")
+    parts.append(f", for {row['grads']:,.0f} gradients")
+    parts.append(", and its diagnostics are clean." if row["healthy"] else
+                 ", although no method's diagnostics are clean: read its health column before trusting it.")
+    better_unhealthy = by_method[(by_method["error"] < row["error"]) & ~by_method["healthy"]]
+    if len(better_unhealthy):
+        parts.append(f" {', '.join(better_unhealthy.index)} scored lower but failed a diagnostic, so "
+                     "would not have been trusted in practice.")
+    cheap = pick[(pick["grads"] < 0.2 * row["grads"]) & (pick["error"] <= 2 * row["error"])]
+    if len(cheap):
+        c = cheap.sort_values("grads").iloc[0]
+        parts.append(f" On a tighter budget, {cheap.sort_values('grads').index[0]} gets within 2x of that error "
+                     f"({c['error']:.3g}) for {c['grads']:,.0f} gradients.")
+    exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
+    if len(exact):
+        parts.append(f" Exact i.i.d. draws (4,000) score {exact.median():.3g}: the Monte Carlo floor of a sampler "
+                     "of that size.")
+    if reference is not None and not reference.get("passes", True):
+        parts.insert(0, f"Caution: the reference posterior fails posteriordb's standard ({reference.get('why_not', '')}), "
+                        "so the errors below are measured against a reference that is not trustworthy"
+                        + ("; its divergences point to a funnel or a boundary, which a reparametrisation (e.g. "
+                           "non-centred) usually cures. " if reference.get("divergences", 0) else ". "))
+    return "".join(parts)
+
+
+def _report(target: Target, budgets):
+    from .study import Figure, Page
+    from .study import figures as F
+
+    def report(run, folder) -> Page:
+        table = run.table
+        reference = next(iter(run.references.values()), None)
+        seeds = table["seed"].nunique()
+        over = f"median over {seeds} seeds" if seeds > 1 else "one seed"
+        figures = [
+            Figure(F.error_vs_cost(table, SCORE, folder, "w1_vs_cost.png", "mean marginal W1 (sds)"),
+                   f"Mean marginal Wasserstein-1 distance to the {'exact posterior' if reference is None else 'reference'} "
+                   f"(in posterior sds) against gradient evaluations spent, {over}. Laplace is one point at the "
+                   "cost of its optimisation; the dashed line, where there is one, is Exact (i.i.d. draws)."),
+            Figure(F.error_vs_cost(table, "mean_err_max", folder, "mean_err_vs_cost.png", "max |mean error| / sd"),
+                   "Largest error of a coordinate's mean, in posterior sds, against gradient evaluations."),
+        ]
+        top = table["grad_budget"].max()
+        idx = [i for i, c in enumerate(run.cells) if c.seed == run.cells[0].seed and c.grad_budget in (None, top)
+               and table.loc[i, "status"] == "ok"]
+        if idx:
+            ref = run.cache_reference(run.cells[idx[0]].target) if reference is not None else None
+            figures.append(Figure(F.marginal_densities(run, idx, folder, "marginals.png", reference=ref),
+                                  f"Marginals of the first two parameters ({', '.join(target.param_names[:2])}), each "
+                                  f"method at {int(top):,} gradients; the black line is the "
+                                  f"{'exact marginal' if ref is None else 'reference (dashed)'}."))
+            figures.append(Figure(F.forest(run, idx, folder, "forest.png"),
+                                  "89% intervals of the first two parameters per method (ArviZ forest plot)."))
+        nuts = next((i for i in idx if run.cells[i].labels["method"] == "NUTS"), None)
+        if nuts is not None:
+            for f in F.rank_and_energy(run, nuts, folder, "nuts"):
+                kind = "rank plot (uniform ranks: chains agree)" if f.endswith("rank.png") else "energy plot (E-BFMI)"
+                figures.append(Figure(f, f"NUTS at {int(top):,} gradients: ArviZ {kind}."))
+        ok = table[table["status"] == "ok"]
+        groups = ok.groupby(["method", "grad_budget"], dropna=False, sort=False)
+        columns = [c for c in ("grad_evals", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1", "log_z_err",
+                               "ess_bulk_min", "r_hat_max", "wall_seconds") if c in ok]
+        summary = groups[columns].median()
+        summary["health"] = groups["health"].agg(lambda s: ", ".join(dict.fromkeys(
+            f for v in s.dropna() for f in str(v).split(", ") if f and f != "ok")) or "ok")
+        summary = summary.reset_index()
+        cols = [c for c in ("method", "seed", "grad_budget", "grad_evals", "n_draws", "w1_mean", "mean_err_max",
+                            "sd_err_max", "ess_bulk_min", "r_hat_max", "health", "status", "error", "truth") if c in table]
+        notes = [_truth_note(target, reference),
+                 "The health column lists the checks a run failed (R-hat > 1.01, bulk or tail ESS < 100 per chain, "
+                 "divergences, saturated tree depth, E-BFMI < 0.2; Pareto k-hat > 0.7 or no convergence for VI and "
+                 "importance sampling): such a run's error is what it gave, but it would not have been trusted.",
+                 f"Budgets: {', '.join(f'{b:,}' for b in budgets)} gradient evaluations per run; samplers run "
+                 f"{2} chains. Re-run or extend: workbench compare again (cached cells are reused)."]
+        return Page(finding=recommendation(table, reference), figures=figures,
+                    tables=[("Per method and budget (" + over + ")", summary), ("Every run", table[cols])],
+                    notes=notes)
+
+    return report
+
+
+def _truth_note(target: Target, reference: dict | None) -> str:
+    if reference is None:
+        return f"Scored against the exact posterior of {target.name} ({target.truth.source if target.truth else ''})."
+    verdict = ("passes posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no divergences, E-BFMI > 0.2)"
+               if reference.get("passes") else f"FAILS posteriordb's standard: {reference.get('why_not', '')}")
+    return (f"No exact posterior: scored against a reference NUTS run ({reference.get('n_draws', 0):,} draws, "
+            f"R-hat max {reference.get('r_hat_max', math.nan):.3f}, bulk ESS min {reference.get('ess_bulk_min', math.nan):,.0f}, "
+            f"tail ESS min {reference.get('ess_tail_min', math.nan):,.0f}, {reference.get('divergences', 0)} divergences), "
+            f"which {verdict}.")
+
+
+# ----------------------------------------------------------------------------- the entry point
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` returns: the study run (``run.table``), the page, the verdict."""
+
+    run: object
+    page: Path
+    recommendation: str
+    target: Target
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in text)[:60]
+
+
+def compare(
+    target,
+    *,
+    backend: str = "numba",
+    budgets=None,
+    seeds: int = 2,
+    quick: bool = False,
+    out: str | Path = "reports",
+    executor: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    fresh: bool = False,
+    progress: bool | None = None,
+) -> Comparison:
+    """Every applicable method on ``target`` at equal gradient budgets; one report page.
+
+    Parameters
+    ----------
+    target : Target or str
+        See the module docstring (a name, a bundled posterior, ``path/to/file.py:NAME``).
+    backend : "numba" | "pymc"
+        Which form of a bundled posterior.
+    budgets : sequence of int, optional
+        Gradient budgets per run (default 10k, 100k, 1M; ``quick``: 10k and 100k).
+    seeds : int
+        Repetitions per cell (default 2; ``quick``: 1).
+    executor : "local" | "serial" | "dask", optional
+        Default: a local process pool, or this process for a target built from a Python
+        object (worker processes cannot rebuild it). A script that uses the local pool needs
+        the ``if __name__ == "__main__":`` guard (the workers are spawned processes).
+    scheduler : str, optional
+        A running Dask scheduler's address (implies ``executor="dask"``).
+    """
+    from .study import Study
+    from .study.main import run_and_report
+
+    built, spec, rebuildable = resolve(target, backend)
+    if budgets is None:
+        budgets = QUICK_BUDGETS if quick else FULL_BUDGETS
+    budgets = tuple(budgets)
+    if not budgets or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 100 for b in budgets):
+        raise ValueError(f"budgets must be integers >= 100 (gradient evaluations per run), got {budgets!r}")
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
+        raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+    n_seeds = 1 if quick and seeds == 2 else int(seeds)
+    if executor is None:
+        executor = "local" if rebuildable else "serial"
+    elif executor != "serial" and not rebuildable:
+        raise ValueError(f"target {built.name!r} was built from a Python object: only executor='serial' can run it "
+                         "(or give it as path/to/file.py:NAME)")
+    study = Study(
+        name=f"compare_{_slug(built.name)}",
+        title=f"Which method for {built.name}? Every method at equal gradient budgets",
+        grid=lambda _quick: grid_for(spec, built, budgets, range(n_seeds)),
+        report=_report(built, budgets),
+        description=(f"{built.description or built.name} (d = {built.dim}): every applicable method at "
+                     f"{', '.join(f'{b:,}' for b in budgets)} gradient evaluations, {n_seeds} seed(s), scored against "
+                     f"{'the exact posterior' if built.truth is not None else 'a reference NUTS run'}."),
+    )
+    run, page = run_and_report(study, quick=quick, executor=executor, workers=workers, scheduler=scheduler,
+                               fresh=fresh, out=out, progress=progress)
+    finding = recommendation(run.table, next(iter(run.references.values()), None))
+    return Comparison(run=run, page=page, recommendation=finding, target=built)

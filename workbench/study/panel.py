@@ -1,0 +1,36 @@
+"""The method panel: every method at a gradient budget, as the accuracy study and
+``workbench compare`` run them (the same specs, so their cells share a cache)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHAINS = 2
+
+
+def method_panel(budget: int, chains: int = CHAINS) -> list[tuple[str, dict, int | None]]:
+    """(label, method spec, grad_budget) for each method at ``budget`` gradient evaluations.
+
+    Samplers get a warmup that fits the budget and more draws than it allows, so the budget
+    decides where they stop; the VI methods run at their defaults (the budget decides the
+    steps); Laplace and Exact, which ignore budgets, are added by the caller.
+    """
+    per_chain = budget // chains
+    quiet = {"progress": False}
+    return [
+        ("RWM", {"method": "RandomWalkMH", "chains": chains, "warmup": per_chain // 4, "draws": per_chain, **quiet}, budget),
+        ("HMC", {"method": "HMC", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        ("NUTS", {"method": "NUTS", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        ("IS", {"method": "ImportanceSampling", "n": budget}, budget),
+        # the VI methods at their defaults: the budget decides the steps; 4,000 draws, as Exact's
+        ("MeanFieldVI", {"method": "MeanFieldVI", **quiet}, budget),
+        ("NN4Post", {"method": "NN4Post", **quiet}, budget),
+        ("FullRankVI", {"method": "FullRankVI", **quiet}, budget),
+        # multi-path Pathfinder as Stan runs it (4 paths), with as many pooled draws as a tenth
+        # of the budget pays for (their densities are part of its cost); it stops when L-BFGS
+        # converges, usually far below the budget
+        ("Pathfinder", {"method": "Pathfinder", "paths": 4, "draws": min(1000, budget // 40), **quiet}, budget),
+        # tempered SMC, 4 runs, with as many particles as the budget pays for at about 500
+        # gradients each (its default moves)
+        ("SMC", {"method": "SMC", "runs": 4, "particles": int(np.clip(budget // 2000, 25, 2000)), **quiet}, budget),
+    ]
