@@ -153,3 +153,16 @@ def test_bundled_posteriors_by_name_and_bad_names():
         wb.posteriors.load("nope")
     with pytest.raises(TargetError, match="backend must be one of"):
         wb.posteriors.load("eight_schools_centered", backend="stan")
+
+
+def test_the_examples_pymc_file_is_the_numba_examples_model():
+    from pathlib import Path
+
+    from workbench.comparison import load_source
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    by_hand = load_source(f"{examples / 'user_target.py'}:logp_grad")
+    from_pymc = load_source(f"{examples / 'pymc_model.py'}:model")
+    assert from_pymc.name == "pymc_model.model" and from_pymc.param_names == ("a", "b")
+    for theta in ([0.3, 0.8], [-1.0, 2.0]):
+        np.testing.assert_allclose(by_hand.logp_and_grad(theta)[1], from_pymc.logp_and_grad(theta)[1], rtol=1e-10)
