@@ -293,7 +293,7 @@ def test_available_lists_every_constructor_with_one_line():
     listed = T.available()
     assert set(listed) == {
         "gaussian", "gaussian_mixture", "funnel", "banana",
-        "linear_regression", "logistic_regression", "bnn", "eight_schools",
+        "linear_regression", "logistic_regression", "bnn", "eight_schools", "posterior",
     }
     for name, line in listed.items():
         assert callable(getattr(T, name)) and "\n" not in line and len(line) > 20
