@@ -50,6 +50,8 @@ class Gaussian:
         d = self.mean.size
         if self.cov.shape != (d, d):
             raise ValueError(f"cov has shape {self.cov.shape}, expected ({d}, {d})")
+        if not (np.all(np.isfinite(self.mean)) and np.all(np.isfinite(self.cov))):
+            raise ValueError("mean and cov of a Gaussian must be finite (they hold NaN or inf)")
         self.chol = linalg.cholesky(self.cov, lower=True)
         self._log_norm = -0.5 * d * math.log(2 * math.pi) - np.sum(np.log(np.diag(self.chol)))
 
@@ -131,6 +133,8 @@ class GaussianMixture:
         k = self.weights.size
         if self.means.shape[0] != k or self.scales.shape != self.means.shape:
             raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, scales {self.scales.shape} disagree")
+        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.scales))):
+            raise ValueError("weights, means and scales of a mixture must be finite (they hold NaN or inf)")
         if np.any(self.scales <= 0) or np.any(self.weights < 0):
             raise ValueError("scales must be positive and weights non-negative")
         self.weights = self.weights / self.weights.sum()

@@ -614,6 +614,8 @@ def check_gradient(
     rel_step : float
         Finite-difference step relative to max(1, |theta_k|).
     """
+    if not (isinstance(rel_step, (int, float, np.floating)) and 0.0 < rel_step < 1.0):
+        raise TargetError(f"rel_step must be a number in (0, 1), got {rel_step!r}")
     rng = np.random.default_rng(seed)
     if points is None:
         if target.truth is not None and target.truth.sampler is not None:

@@ -195,6 +195,8 @@ def bnn(
         raise TargetError(f"widths must be positive integers, got {widths}")
     if not (prior_sd > 0 and math.isfinite(prior_sd)):
         raise TargetError(f"prior_sd must be positive and finite, got {prior_sd}")
+    if not (noise_sd > 0 and math.isfinite(noise_sd)):
+        raise TargetError(f"noise_sd must be positive and finite, got {noise_sd}")
     if x is None:
         if n_data < 1:
             raise TargetError(f"n_data must be >= 1, got {n_data}")
@@ -209,8 +211,11 @@ def bnn(
         sigma = np.broadcast_to(np.asarray(sigma, dtype=float), y.shape).copy()
         if X.shape[0] != y.size:
             raise TargetError(f"x has {X.shape[0]} rows but y has {y.size} values")
-        if np.any(sigma <= 0):
-            raise TargetError("sigma must be positive")
+        if not np.all((sigma > 0) & np.isfinite(sigma)):
+            raise TargetError("sigma must be positive and finite")
+        for name, values in (("x", X), ("y", y)):
+            if not np.all(np.isfinite(values)):
+                raise TargetError(f"{name} must be finite: it has {int(np.sum(~np.isfinite(values)))} NaN or inf values")
         source = "custom"
     sizes = np.array([X.shape[1], *widths, 1], dtype=np.int64)
     dim = n_parameters(sizes)

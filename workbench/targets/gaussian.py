@@ -95,6 +95,8 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
     m = np.zeros(dim) if mean is None else np.asarray(mean, dtype=float)
     if m.shape != (dim,):
         raise TargetError(f"mean has shape {m.shape}, expected ({dim},)")
+    if not np.all(np.isfinite(m)):
+        raise TargetError(f"mean must be finite, got NaN or inf at coordinates {np.flatnonzero(~np.isfinite(m))[:6].tolist()}")
     c = rho / (1.0 + (dim - 1) * rho)
     data = (m, 1.0 / s, np.array([c, 1.0 / (1.0 - rho)]))
 

@@ -159,6 +159,8 @@ def gaussian_mixture(
             mu = np.repeat(mu[:, None], dim, axis=1)
         if mu.shape != (K, dim):
             raise TargetError(f"means has shape {mu.shape}, expected ({K},) or ({K}, {dim})")
+        if not np.all(np.isfinite(mu)):
+            raise TargetError("means must be finite (they hold NaN or inf)")
     s = np.ascontiguousarray(s)
     mu = np.ascontiguousarray(mu)
     log_norm = -0.5 * dim * LOG_2PI - np.log(s).sum(axis=1)

@@ -282,6 +282,8 @@ def logistic_regression(
     y = np.ascontiguousarray(y, dtype=float).ravel()
     if X.ndim != 2 or X.shape[0] != y.size:
         raise TargetError(f"X must be (n, p) with n = len(y); got X {X.shape}, y {y.shape}")
+    if not np.all(np.isfinite(X)):
+        raise TargetError(f"X must be finite: it has {int(np.sum(~np.isfinite(X)))} NaN or inf values")
     if not np.all((y == 0) | (y == 1)):
         raise TargetError("logistic regression needs y in {0, 1}")
     p = X.shape[1]
