@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("numba", "pymc"), default="numba", help="a bundled posterior's form")
     p.add_argument("--budgets", type=_budgets, default=None, metavar="N,N,...",
                    help="gradient budgets per run (default 10000,100000,1000000; --quick: 10000,100000)")
-    p.add_argument("--seeds", type=int, default=2, help="repetitions per cell (default 2; --quick: 1)")
+    p.add_argument("--seeds", type=int, default=None, help="repetitions per cell (default 2; --quick: 1)")
     add_run_arguments(p)
     return parser
 
@@ -107,7 +107,7 @@ def _compare(parser, args) -> int:
     from .study.main import check_run_arguments
 
     check_run_arguments(parser, args)
-    if args.seeds < 1:
+    if args.seeds is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     result = compare(args.target, backend=args.backend, budgets=args.budgets, seeds=args.seeds, quick=args.quick,
                      out=args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler, fresh=args.fresh,

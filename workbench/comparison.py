@@ -47,7 +47,7 @@ def _is_pymc_model(obj) -> bool:
     return pm is not None and isinstance(obj, pm.Model)
 
 
-def _module_from_file(path: Path, name: str):
+def _module_from_file(path: Path):
     module_name = f"workbench_user_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
     if module_name in sys.modules:
         return sys.modules[module_name]
@@ -72,7 +72,7 @@ def load_source(source: str, backend: str = "numba") -> Target:
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
         raise TargetError(f"no file {path_text!r} (looked for {path}); write TARGET as path/to/file.py:NAME")
-    module = _module_from_file(path, name)
+    module = _module_from_file(path)
     if not hasattr(module, name):
         defined = sorted(k for k in vars(module) if not k.startswith("_"))
         raise TargetError(f"{path.name} defines no {name!r}; it defines: {', '.join(defined)}")
@@ -173,13 +173,13 @@ def _call_syntax(text: str) -> tuple[str, dict]:
 
 def grid_for(spec: dict, target: Target, budgets, seeds):
     from .study import Cell
-    from .study.panel import method_panel
+    from .study.panel import CHAINS, method_panel
 
     cells = []
     labels = {"target": target.name}
     for seed in seeds:
         if target.truth is not None and target.truth.sampler is not None:
-            cells.append(Cell(spec, {"method": "Exact", "chains": 2, "draws": 2000}, seed,
+            cells.append(Cell(spec, {"method": "Exact", "chains": CHAINS, "draws": 2000}, seed,
                               labels={**labels, "method": "Exact"}))
         cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"}))
         for budget in budgets:
@@ -241,6 +241,7 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
 def _report(target: Target, budgets):
     from .study import Figure, Page
     from .study import figures as F
+    from .study.panel import CHAINS
 
     def report(run, folder) -> Page:
         table = run.table
@@ -286,7 +287,7 @@ def _report(target: Target, budgets):
                  "divergences, saturated tree depth, E-BFMI < 0.2; Pareto k-hat > 0.7 or no convergence for VI and "
                  "importance sampling): such a run's error is what it gave, but it would not have been trusted.",
                  f"Budgets: {', '.join(f'{b:,}' for b in budgets)} gradient evaluations per run; samplers run "
-                 f"{2} chains. Re-run or extend: workbench compare again (cached cells are reused)."]
+                 f"{CHAINS} chains. Re-run or extend: workbench compare again (cached cells are reused)."]
         return Page(finding=recommendation(table, reference), figures=figures,
                     tables=[("Per method and budget (" + over + ")", summary), ("Every run", table[cols])],
                     notes=notes)
@@ -327,7 +328,7 @@ def compare(
     *,
     backend: str = "numba",
     budgets=None,
-    seeds: int = 2,
+    seeds: int | None = None,
     quick: bool = False,
     out: str | Path = "reports",
     executor: str | None = None,
@@ -346,7 +347,7 @@ def compare(
         Which form of a bundled posterior.
     budgets : sequence of int, optional
         Gradient budgets per run (default 10k, 100k, 1M; ``quick``: 10k and 100k).
-    seeds : int
+    seeds : int, optional
         Repetitions per cell (default 2; ``quick``: 1).
     executor : "local" | "serial" | "dask", optional
         Default: a local process pool, or this process for a target built from a Python
@@ -364,9 +365,11 @@ def compare(
     budgets = tuple(budgets)
     if not budgets or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 100 for b in budgets):
         raise ValueError(f"budgets must be integers >= 100 (gradient evaluations per run), got {budgets!r}")
+    if seeds is None:
+        seeds = 1 if quick else 2
     if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
-    n_seeds = 1 if quick and seeds == 2 else int(seeds)
+    n_seeds = int(seeds)
     if executor is None:
         executor = "local" if rebuildable else "serial"
     elif executor != "serial" and not rebuildable:

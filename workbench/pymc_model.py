@@ -17,6 +17,7 @@ deterministics), shaped as the model declares them.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -92,9 +93,29 @@ def graph_digest(variable) -> str:
     return hashlib.sha256(debugprint(variable, file="str").encode()).hexdigest()[:16]
 
 
+def _shared_digest(variable) -> str:
+    """A hash of the values of the shared variables (``pm.Data``) a graph reads."""
+    import hashlib
+
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import graph_inputs
+
+    h = hashlib.sha256()
+    for v in graph_inputs([variable]):
+        if isinstance(v, SharedVariable):
+            value = np.asarray(v.get_value(borrow=True))
+            h.update(f"{v.name}{value.dtype}{value.shape}".encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+    return h.hexdigest()[:16]
+
+
+# model -> {(graph digest, data digest): Target}; weak, so a model's targets go with it
+_COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def _shared_inputs(fn) -> list:
     """The shared variables (``pm.Data``) a compiled PyTensor function reads, in argument order."""
-    return [v for v in fn.maker.fgraph.inputs[1:]]
+    return list(fn.maker.fgraph.inputs[1:])
 
 
 def _wrap(jitted, n_data: int):
@@ -163,7 +184,8 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
 
     The target's ``param_names`` are the value variables' (``tau_log__``, ``eta[0]``, ...),
     its ``initial_point`` PyMC's ``model.initial_point()``; ``build_info`` records the
-    compile time (``compile_seconds``), apart from any run's cost.
+    compile time (``compile_seconds``), apart from any run's cost. A model is compiled once:
+    asking again for the same graph with the same data returns the target already built.
     """
     pm, pytensor = _import_pymc()
     import pytensor.tensor as pt
@@ -178,6 +200,16 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     logp = model.logp()
     grad = pt.concatenate([pt.flatten(g) for g in pt.grad(logp, value_vars)])
     [logp_x, grad_x], joined = join_nonshared_inputs(point, [logp, grad], value_vars)
+    # compiled once per model: the same graph with the same data gives back the same target
+    key = (graph_digest(logp_x), _shared_digest(logp_x))
+    built = _COMPILED.setdefault(model, {})
+    if key in built:
+        target = built[key]
+        target_name = name or target.name
+        if target_name == target.name and not description:
+            return target
+        return target.replace(name=target_name, description=description or target.description,
+                              spec={**target.spec, "model": target_name})
     fn = pytensor.function([joined], [logp_x, grad_x], mode="NUMBA", on_unused_input="ignore")
     shared = _shared_inputs(fn)
     data = tuple(np.asarray(v.get_value(borrow=False)) for v in shared)
@@ -212,7 +244,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
                                     _coordinate_labels(model)),
         initial_point=x0,
         spec={"factory": "from_pymc", "model": target_name, "dim": dim,
-              "variables": [v.name for v in value_vars], "graph": graph_digest(logp_x)},
+              "variables": [v.name for v in value_vars], "graph": key[0]},
         description=description or f"PyMC model {target_name!r} ({', '.join(v.name for v in model.free_RVs)})",
         constrain_fn=Constrainer(
             jit_c, names, shapes, cdata, dim,
@@ -226,4 +258,5 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         from .target import verify_gradient
 
         verify_gradient(target)
+    built[key] = target
     return target

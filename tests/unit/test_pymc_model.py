@@ -109,6 +109,21 @@ def test_to_arviz_shows_the_models_own_variables():
     assert "posterior" in res.to_arviz().children  # without the target: theta as before
 
 
+def test_a_model_is_compiled_once_unless_its_data_change():
+    model = _eight_schools()
+    first = wb.Target.from_pymc(model)
+    assert wb.Target.from_pymc(model) is first  # the same graph and data: no second compile
+    renamed = wb.Target.from_pymc(model, name="schools")
+    assert renamed.name == "schools" and renamed.logp_grad is first.logp_grad
+    with model:
+        pm.set_data({"y": np.arange(8.0)})
+    changed = wb.Target.from_pymc(model)
+    assert changed is not first
+    theta = first.initial_point + 0.1
+    assert changed.logp(theta) != pytest.approx(first.logp(theta))  # the new data reach the density
+    np.testing.assert_allclose(first.data[1], Y)  # and the first target keeps its own
+
+
 def test_discrete_free_variables_are_refused():
     with pm.Model() as model:
         k = pm.Poisson("k", 3.0)
@@ -149,6 +164,11 @@ def test_bundled_posteriors_by_name_and_bad_names():
     assert "eight_schools_centered" in wb.posteriors.available()
     t = wb.targets.posterior("eight_schools_centered")
     assert t.name == "eight_schools_centered" and t.dim == 10
+    # a study cell names it by spec, in either form
+    from workbench.study import build_target
+
+    built = build_target({"factory": "posterior", "name": "diabetes_linear", "backend": "pymc"})
+    assert built.name == "diabetes_linear_pymc" and built.truth is not None and built.constrain_fn is not None
     with pytest.raises(TargetError, match="unknown posterior 'nope'; bundled posteriors: eight_schools"):
         wb.posteriors.load("nope")
     with pytest.raises(TargetError, match="backend must be one of"):
