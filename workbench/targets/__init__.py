@@ -9,12 +9,13 @@ from .banana import banana
 from .bnn import bnn
 from .eight_schools import eight_schools
 from .funnel import funnel
-from .gaussian import gaussian
+from .gaussian import gaussian, rotated_gaussian
 from .mixture import gaussian_mixture
 from .regression import linear_regression, logistic_regression
 
 _CATALOGUE = {
     "gaussian": "Gaussian: isotropic, diagonal ill-conditioned (sds 0.1..10) or equicorrelated; exact truth",
+    "rotated_gaussian": "Gaussian with a few large eigen-directions at a random rotation (dense); exact truth",
     "gaussian_mixture": "separated diagonal-Gaussian peaks, unequal weights (the nn4post test problem); exact truth",
     "funnel": "Neal's funnel, centred, v ~ N(0, 9); exact sampler, moments, marginals",
     "banana": "Haario's twisted Gaussian (b = 0.03); exact sampler, moments, marginals",
@@ -49,4 +50,5 @@ __all__ = [
     "linear_regression",
     "logistic_regression",
     "posterior",
+    "rotated_gaussian",
 ]
