@@ -63,7 +63,7 @@ def test_the_moment_check_can_fail():
     [
         (wb.methods.NUTS(chains=2, warmup=1000, draws=1000), 0.8),
         (wb.methods.HMC(chains=2, warmup=1000, draws=1000), 0.65),
-        (wb.methods.NUTS(chains=2, warmup=1000, draws=1000, target_accept=0.95, adapt_mass="stan"), 0.95),
+        (wb.methods.NUTS(chains=2, warmup=1000, draws=1000, target_accept=0.95, metric="diag_stan"), 0.95),
     ],
     ids=["nuts", "hmc", "nuts_stan_0.95"],
 )

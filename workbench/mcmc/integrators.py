@@ -10,6 +10,11 @@ energy error is O(eps^2) over a fixed integration time.
 ``integrate`` runs n steps at once for a fixed-length trajectory (HMC): the closing half
 kick of one step and the opening half kick of the next are one full kick, fused with the
 drift into a single pass over the coordinates, so n steps cost n + 1 passes instead of 3n.
+
+Every step takes the metric as ``inv_mass`` (diagonal, in the coordinates the trajectory runs
+in) and ``transform`` (``metric.MetricTransform``: switched off for a diagonal metric; for a
+dense or low-rank one the trajectory runs on y = A^-1 x and the density is called through
+``metric.potential``).
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ import math
 
 
 from ..jit import jit
+from .metric import potential
 
 
 @jit(nrt=False)
-def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
+def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass, transform):
     """One leapfrog step with a diagonal metric, in place on (q, p, g); returns log p(q_new).
 
     ``g`` must hold grad log p(q) on entry; it holds the gradient at the new q on exit.
@@ -31,14 +37,14 @@ def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass):
     for i in range(q.size):  # half kick and drift in one pass
         p[i] += half * g[i]
         q[i] += step_size * inv_mass[i] * p[i]
-    logp = logp_grad(q, g, data)
+    logp = potential(logp_grad, data, q, g, transform)
     for i in range(q.size):
         p[i] += half * g[i]
     return logp
 
 
 @jit(fastmath=True, nrt=False)
-def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, psum, first):
+def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, transform, psum, first):
     """One :func:`leapfrog` step as a NUTS leaf needs it: the closing half kick also adds the
     new momentum to the running sum ``psum`` (or starts it, if ``first``) and computes the
     kinetic energy, in one pass. Returns (log p(q_new), 1/2 p^T M^-1 p)."""
@@ -46,7 +52,7 @@ def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, psum, first):
     for i in range(q.size):
         p[i] += half * g[i]
         q[i] += step_size * inv_mass[i] * p[i]
-    logp = logp_grad(q, g, data)
+    logp = potential(logp_grad, data, q, g, transform)
     kinetic = 0.0
     if first:
         for i in range(q.size):
@@ -62,7 +68,7 @@ def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, psum, first):
 
 
 @jit(nrt=False)
-def integrate(logp_grad, data, q, p, g, step_size, inv_mass, n_steps):
+def integrate(logp_grad, data, q, p, g, step_size, inv_mass, transform, n_steps):
     """``n_steps`` leapfrog steps in place on (q, p, g), as many calls of :func:`leapfrog`.
 
     Stops early at a non-finite density (the caller rejects the trajectory). Returns
@@ -74,7 +80,7 @@ def integrate(logp_grad, data, q, p, g, step_size, inv_mass, n_steps):
         q[i] += step_size * inv_mass[i] * p[i]
     logp = math.nan
     for s in range(n_steps):
-        logp = logp_grad(q, g, data)
+        logp = potential(logp_grad, data, q, g, transform)
         if not math.isfinite(logp):
             return logp, s + 1
         if s == n_steps - 1:
@@ -85,21 +91,3 @@ def integrate(logp_grad, data, q, p, g, step_size, inv_mass, n_steps):
                 p[i] += step_size * g[i]
                 q[i] += step_size * inv_mass[i] * p[i]
     return logp, n_steps
-
-
-@jit(nrt=False)
-def leapfrog_dense(logp_grad, data, q, p, g, step_size, inv_mass):
-    """One leapfrog step with a dense metric ``inv_mass`` = M^-1 (d, d); as :func:`leapfrog`."""
-    d = q.size
-    half = 0.5 * step_size
-    for i in range(d):
-        p[i] += half * g[i]
-    for i in range(d):  # q += eps M^-1 p; p is not written in this loop, so in place is safe
-        s = 0.0
-        for j in range(d):
-            s += inv_mass[i, j] * p[j]
-        q[i] += step_size * s
-    logp = logp_grad(q, g, data)
-    for i in range(d):
-        p[i] += half * g[i]
-    return logp

@@ -1,14 +1,32 @@
 """The Euclidean metric (mass matrix M) of Hamiltonian Monte Carlo.
 
-Kinetic energy K(p) = 1/2 p^T M^-1 p, momenta p ~ N(0, M). A diagonal metric is stored as
-its inverse ``inv_mass`` (the estimated posterior variances), a dense one as the matrix
-``inv_mass`` together with the Cholesky factor of M for drawing momenta.
+Kinetic energy K(p) = 1/2 p^T M^-1 p, momenta p ~ N(0, M).
+
+**Diagonal metrics** are stored as ``inv_mass`` (the estimated posterior variances) and
+enter the leapfrog, the kinetic energy and the U-turn criterion coordinate by coordinate.
+
+**Dense and low-rank metrics** act as a linear change of variables instead (as nutpie does):
+with M^-1 = A A^T, HMC with metric M on x is HMC with the identity metric on y = A^-1 x,
+step for step: the leapfrog commutes with the linear map, the kinetic energy
+1/2 |A^T p|^2 = 1/2 p^T M^-1 p, and the U-turn criterion's M^-1 p . rho is the same inner
+product. So the trajectory code runs unchanged on y with ``inv_mass`` = 1, and only the
+density call is wrapped (:func:`potential`): x = A y, then grad_y = A^T grad_x.
+
+The factor is the one of Seyboldt, Carlson & Carpenter (2026, "Preconditioning Hamiltonian
+Monte Carlo by minimizing Fisher divergence", their diagonal-plus-low-rank affine map):
+
+    A = diag(sigma) (I + U (diag(sqrt(lambda)) - I) U^T),   M^-1 = diag(sigma) (I + U (diag(lambda) - I) U^T) diag(sigma),
+
+U (d, k) orthonormal, lambda > 0. A dense metric is the same map with k = d. Each product
+with A, A^T or their inverses costs O(d k), and nothing d x d is formed unless k = d.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+import numpy as np
 
 from ..jit import jit
 from ..rng import fill_standard_normal
@@ -49,25 +67,104 @@ def kinetic_energy(p, inv_mass):
     return 0.5 * k
 
 
-@jit
-def sample_momentum_dense(rng, mass_chol, p):
-    """p ~ N(0, M) with M = L L^T, L = ``mass_chol`` (lower triangular); written into p."""
-    d = p.size
-    fill_standard_normal(rng, p)
-    for i in range(d - 1, -1, -1):  # p = L z, in place from the last row up
-        s = 0.0
-        for j in range(i + 1):
-            s += mass_chol[i, j] * p[j]
-        p[i] = s
+# ----------------------------------------------------------------------------- the linear map
+
+class MetricTransform(NamedTuple):
+    """x = A y with A = diag(sigma) (I + U (diag(sqrt_vals) - I) U^T), and its work space.
+
+    ``rank[0]`` is k, the number of eigen-directions in use (rows 0..k-1 of ``vecs`` are
+    the columns of U); ``rank[0] = -1`` switches the map off (a diagonal metric acting on
+    x itself). ``x`` and ``grad_x`` hold the last point the density was called at.
+    """
+
+    sigma: np.ndarray  # (d,)
+    vecs: np.ndarray  # (max_rank, d): U^T, one eigenvector per row
+    sqrt_vals: np.ndarray  # (max_rank,)
+    rank: np.ndarray  # int64 (1,)
+    x: np.ndarray  # (d,) work
+    grad_x: np.ndarray  # (d,) work
+    coef: np.ndarray  # (max_rank,) work
 
 
-@jit
-def kinetic_energy_dense(p, inv_mass):
-    """1/2 p^T M^-1 p for a dense ``inv_mass`` = M^-1."""
-    k = 0.0
-    for i in range(p.size):
+def metric_transform(dim: int, max_rank: int) -> MetricTransform:
+    """An identity map (sigma = 1, k = 0) with room for ``max_rank`` directions; use
+    ``max_rank = 0`` and :func:`switch_off` for a diagonal metric."""
+    r = max(max_rank, 1)
+    return MetricTransform(np.ones(dim), np.zeros((r, dim)), np.ones(r), np.zeros(1, dtype=np.int64),
+                           np.zeros(dim), np.zeros(dim), np.zeros(r))
+
+
+def no_transform(dim: int) -> MetricTransform:
+    """The switched-off map of a diagonal metric (:func:`potential` calls the density directly)."""
+    t = metric_transform(dim, 0)
+    t.rank[0] = -1
+    return t
+
+
+@jit(fastmath=True, nrt=False)
+def _low_rank_apply(t, v, factor_power, out):
+    """out = (I + U (diag(sqrt_vals^factor_power) - I) U^T) v; v and out may be the same array."""
+    k = t.rank[0]
+    d = v.size
+    for j in range(k):
         s = 0.0
-        for j in range(p.size):
-            s += inv_mass[i, j] * p[j]
-        k += p[i] * s
-    return 0.5 * k
+        for i in range(d):
+            s += t.vecs[j, i] * v[i]
+        t.coef[j] = s * (t.sqrt_vals[j] ** factor_power - 1.0)
+    for i in range(d):
+        out[i] = v[i]
+    for j in range(k):
+        c = t.coef[j]
+        for i in range(d):
+            out[i] += c * t.vecs[j, i]
+
+
+@jit(nrt=False)
+def to_position(t, y, x):
+    """x = A y."""
+    _low_rank_apply(t, y, 1.0, x)
+    for i in range(x.size):
+        x[i] *= t.sigma[i]
+
+
+@jit(nrt=False)
+def from_position(t, x, y):
+    """y = A^-1 x = (I + U (diag(1/sqrt_vals) - I) U^T) (x / sigma)."""
+    for i in range(x.size):
+        y[i] = x[i] / t.sigma[i]
+    _low_rank_apply(t, y, -1.0, y)
+
+
+@jit(nrt=False)
+def to_transformed_gradient(t, grad_x, grad_y):
+    """grad_y = A^T grad_x = (I + U (diag(sqrt_vals) - I) U^T) (sigma grad_x)."""
+    for i in range(grad_x.size):
+        grad_y[i] = grad_x[i] * t.sigma[i]
+    _low_rank_apply(t, grad_y, 1.0, grad_y)
+
+
+@jit(nrt=False)
+def from_transformed_gradient(t, grad_y, grad_x):
+    """grad_x = A^-T grad_y."""
+    _low_rank_apply(t, grad_y, -1.0, grad_x)
+    for i in range(grad_x.size):
+        grad_x[i] /= t.sigma[i]
+
+
+@jit(nrt=False)
+def potential(logp_grad, data, q, g, t):
+    """log p and its gradient in the coordinates the trajectory runs in: the target's own
+    when the map is off, y = A^-1 x otherwise (log p(A y); the Jacobian is a constant)."""
+    if t.rank[0] < 0:
+        return logp_grad(q, g, data)
+    to_position(t, q, t.x)
+    logp = logp_grad(t.x, t.grad_x, data)
+    to_transformed_gradient(t, t.grad_x, g)
+    return logp
+
+
+def inverse_metric(sigma: np.ndarray, vecs: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """The dense M^-1 = diag(sigma) (I + U (diag(vals) - I) U^T) diag(sigma), for checks and
+    small d; ``vecs`` (k, d) holds U^T, ``vals`` the eigenvalues lambda (not their roots)."""
+    inner = np.eye(sigma.size) + vecs.T @ ((vals - 1.0)[:, None] * vecs)
+    return sigma[:, None] * inner * sigma[None, :]

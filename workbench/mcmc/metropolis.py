@@ -8,7 +8,7 @@ terminal buffer (Polyak averaging). (Dual averaging, used for the HMC step size,
 scale 30-40% too large here: its early excursions bias its average on the noisy 0/1
 acceptance signal of a random walk.) The
 per-coordinate ``sd`` is set from the warmup draws at the end of each of Stan's doubling
-windows (``mass_adaptation.stan_windows``); the scale then restarts at 2.38 / sqrt(d),
+windows (``adaptation.stan_windows``); the scale then restarts at 2.38 / sqrt(d),
 optimal for a Gaussian whose shape is known, and adapts again.
 
 Independence: proposals y ~ q drawn beforehand (any distribution object, in Python) with
@@ -28,7 +28,7 @@ from numba import types
 
 from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from ..rng import fill_standard_normal
-from .mass_adaptation import stan_regularised_variance, welford_add, welford_reset
+from .adaptation import stan_regularised_variance, welford_add, welford_reset
 
 # integer settings
 RI_WARMUP, RI_DRAWS, RI_GRAD_BUDGET, RI_WINDOW_START, RI_ADAPT = range(5)

@@ -63,7 +63,7 @@ def dual_averaging_update(state, accept_prob, target):
 
 
 @jit(nrt=False)
-def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, momentum_sd, rng, step_size, work_q, work_p,
+def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, momentum_sd, transform, rng, step_size, work_q, work_p,
                               work_g):
     """Double or halve ``step_size`` until one leapfrog step's acceptance crosses 0.8.
 
@@ -79,7 +79,7 @@ def find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, momentum_sd
             work_q[i] = q[i]
             work_g[i] = g[i]
         h0 = -logp + sample_momentum(rng, momentum_sd, work_p)
-        lp = leapfrog(logp_grad, data, work_q, work_p, work_g, step_size, inv_mass)
+        lp = leapfrog(logp_grad, data, work_q, work_p, work_g, step_size, inv_mass, transform)
         n_grad += 1
         h = -lp + kinetic_energy(work_p, inv_mass)
         delta = h0 - h if math.isfinite(h) else -math.inf

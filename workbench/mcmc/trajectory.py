@@ -58,7 +58,7 @@ def _logaddexp(a, b):
 
 
 @jit(nrt=False)
-def build_subtree(logp_grad, data, depth, step, inv_mass, h0, max_energy_error, rng,
+def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_energy_error, rng,
                   z_q, z_p, z_g, prop_q, prop_g, psum, ckpt):
     """Extends the trajectory end (z_q, z_p, z_g), in place, by 2^depth leapfrog steps of
     signed size ``step``.
@@ -77,7 +77,7 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, h0, max_energy_error, 
     prop_h = math.nan
     n_leaves = 1 << depth
     for n in range(n_leaves):
-        lp, kinetic = leapfrog_leaf(logp_grad, data, z_q, z_p, z_g, step, inv_mass, psum, n == 0)
+        lp, kinetic = leapfrog_leaf(logp_grad, data, z_q, z_p, z_g, step, inv_mass, transform, psum, n == 0)
         h = -lp + kinetic
         if not math.isfinite(h):
             h = math.inf  # a NaN or infinite density: rejected, counted as a divergence
@@ -108,11 +108,12 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, h0, max_energy_error, 
 
 
 @jit(nrt=False)
-def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, max_depth, max_energy_error,
+def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, transform, max_depth, max_energy_error,
                     rng, vecs, ckpt):
     """One NUTS transition from (q, g, logp), updated in place.
 
-    ``momentum_sd`` = 1 / sqrt(inv_mass), the sds of the momentum. Returns (logp,
+    ``momentum_sd`` = 1 / sqrt(inv_mass), the sds of the momentum; ``transform`` the
+    metric's linear map (``metric.py``; (q, g) are then in its coordinates). Returns (logp,
     accept_prob, n_leapfrog, tree_depth, diverging, energy, energy_error): ``accept_prob`` is
     the mean Metropolis acceptance over the trajectory (what dual averaging adapts),
     ``energy`` the Hamiltonian of the chosen state (for E-BFMI) and ``energy_error`` its
@@ -143,7 +144,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, ma
             end_q, end_p, end_g, far_p, eps = BCK_Q, BCK_P, BCK_G, FWD_P, -step
         _copy(vecs[end_p], vecs[P_NEAR])
         ok, lsw_sub, n, acc, div, prop_lp, prop_h = build_subtree(
-            logp_grad, data, depth, eps, inv_mass, h0, max_energy_error, rng,
+            logp_grad, data, depth, eps, inv_mass, transform, h0, max_energy_error, rng,
             vecs[end_q], vecs[end_p], vecs[end_g], vecs[PAIR_Q + 2 * prop_pair], vecs[PAIR_G + 2 * prop_pair],
             vecs[SUBTREE_SUM], ckpt,
         )
@@ -169,7 +170,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, ma
 
 
 @jit(nrt=False)
-def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, momentum_sd, max_energy_error,
+def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, momentum_sd, transform, max_energy_error,
                       rng, vecs):
     """One HMC transition: ``n_steps`` leapfrog steps, then a Metropolis accept/reject.
 
@@ -180,7 +181,7 @@ def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, mome
     h0 = -logp + sample_momentum(rng, momentum_sd, zp)
     _copy(q, zq)
     _copy(g, zg)
-    lp, n = integrate(logp_grad, data, zq, zp, zg, step, inv_mass, n_steps)
+    lp, n = integrate(logp_grad, data, zq, zp, zg, step, inv_mass, transform, n_steps)
     h = -lp + kinetic_energy(zp, inv_mass)
     if not math.isfinite(h):
         h = math.inf

@@ -1,41 +1,59 @@
 """Hamiltonian Monte Carlo samplers: ``HMC`` (fixed number of leapfrog steps) and ``NUTS``.
 
 Both run ``workbench.mcmc.chains.hamiltonian_chain``: one compiled kernel per chain, on
-threads, with dual-averaging step-size adaptation and diagonal mass-matrix adaptation
-during warmup (``adapt_mass="gradient"`` by default, the scheme that measured better; see
-``studies/mcmc_speed.py``; ``"stan"`` for Stan's windows, ``"none"`` for the identity).
+threads, with dual-averaging step-size adaptation and metric (mass matrix) adaptation
+during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
+
+- ``"diag"`` (default): the diagonal from the draws' and gradients' variances;
+- ``"diag_stan"``: Stan's windowed variances (formerly ``adapt_mass="stan"``);
+- ``"low_rank"``: diagonal plus a low-rank correction (Seyboldt, Carlson & Carpenter 2026),
+  for correlated posteriors;
+- ``"dense"``: the full matrix, for d up to a few hundred;
+- ``"identity"``: no metric adaptation.
+
+``studies/mcmc_speed.py`` measures them side by side.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from ..mcmc import adaptation as A
 from ..mcmc import chains as K
-from ..mcmc.mass_adaptation import SCHEMES, MASS_STAN, stan_windows
+from ..mcmc.metric import inverse_metric, metric_transform, no_transform
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive_int
 from .sampling import ChainSampler, start_chains
 
-# The gradient-based scheme's schedule, as fractions of warmup (after nutpie's defaults):
-# switch windows every 10 draws during the first 30%, every 80 afterwards, and keep the
-# metric fixed over the last 15%, where only the step size adapts.
-_EARLY_FRACTION = 0.3
-_STEP_ONLY_FRACTION = 0.15
-_SWITCH_EARLY = 10
-_SWITCH_LATE = 80
+# the deprecated ``adapt_mass`` names and the metrics they mean
+_ADAPT_MASS_NAMES = {"gradient": "diag", "stan": "diag_stan", "none": "identity"}
+
+
+def _physical_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
 
 
 @dataclass(frozen=True)
 class _Hamiltonian(ChainSampler):
     step_size: float | None = None
     target_accept: float = 0.8
-    adapt_mass: str = "gradient"
+    metric: str = "diag"
+    metric_rank: int | None = None
+    metric_cutoff: float = 2.0
+    metric_gamma: float = 1e-5
     max_energy_error: float = 1000.0
+    adapt_mass: str | None = None  # deprecated: use ``metric``
 
     def __post_init__(self):
         super().__post_init__()
@@ -43,8 +61,29 @@ class _Hamiltonian(ChainSampler):
             raise ValueError(f"step_size must be > 0 (or None to find one), got {self.step_size!r}")
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
-        if self.adapt_mass not in SCHEMES:
-            raise ValueError(f"adapt_mass must be one of {sorted(SCHEMES)}, got {self.adapt_mass!r}")
+        if self.adapt_mass is not None:
+            if self.adapt_mass not in _ADAPT_MASS_NAMES:
+                raise ValueError(f"adapt_mass must be one of {sorted(_ADAPT_MASS_NAMES)}, got {self.adapt_mass!r} "
+                                 f"(adapt_mass is deprecated: use metric={sorted(A.METRICS)})")
+            implied = _ADAPT_MASS_NAMES[self.adapt_mass]
+            if self.metric not in ("diag", implied):
+                raise ValueError(f"adapt_mass={self.adapt_mass!r} and metric={self.metric!r} disagree; "
+                                 "give metric alone (adapt_mass is deprecated)")
+            warnings.warn(f"adapt_mass={self.adapt_mass!r} is deprecated: use metric={implied!r}",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "metric", implied)
+            object.__setattr__(self, "adapt_mass", None)
+        if not isinstance(self.metric, str) or self.metric not in A.METRICS:
+            raise ValueError(f"metric must be one of {sorted(A.METRICS)}, got {self.metric!r}")
+        if self.metric_rank is not None:
+            check_positive_int("metric_rank", self.metric_rank)
+        if isinstance(self.metric_cutoff, bool) or not (isinstance(self.metric_cutoff, (int, float, np.number))
+                                                        and math.isfinite(self.metric_cutoff) and self.metric_cutoff > 1):
+            raise ValueError(f"metric_cutoff must be a finite number > 1 (eigenvalues within [1/cutoff, cutoff] "
+                             f"are left to the diagonal), got {self.metric_cutoff!r}")
+        if isinstance(self.metric_gamma, bool) or not (isinstance(self.metric_gamma, (int, float, np.number))
+                                                       and math.isfinite(self.metric_gamma) and self.metric_gamma > 0):
+            raise ValueError(f"metric_gamma must be a finite number > 0, got {self.metric_gamma!r}")
         if not self.max_energy_error > 0:
             raise ValueError(f"max_energy_error must be > 0, got {self.max_energy_error!r}")
 
@@ -79,44 +118,83 @@ class _Hamiltonian(ChainSampler):
             target.check_point(draws[c], what=f"starting point of chain {c} (a Pathfinder draw)")
         return np.ascontiguousarray(draws), fit.approximation.sd ** 2, fit.cost.grad_evals
 
+    def _max_rank(self, dim: int, window_capacity: int) -> int:
+        """Eigen-directions the metric may hold: the setting (checked against ``dim``), at
+        most the span of the largest window's draws and gradients; the dense metric all ``dim``."""
+        if self.metric_rank is not None and self.metric_rank > dim:
+            raise ValueError(f"metric_rank={self.metric_rank} exceeds the target's dimension {dim}")
+        if self.metric == "dense":
+            memory = _physical_memory_bytes()
+            need = 8 * dim * dim * (self.chains + 8)  # U per chain, the estimator's d x d temporaries
+            if memory is not None and need > memory // 2:
+                raise ValueError(
+                    f"metric='dense' at d={dim} needs about {need / 2**30:.1f} GiB ({self.chains} chains), more than "
+                    f"half of this machine's {memory / 2**30:.1f} GiB: use metric='low_rank' (O(d k) memory) or 'diag'")
+            return dim
+        limit = min(dim, max(2 * window_capacity, 1))
+        return limit if self.metric_rank is None else min(self.metric_rank, limit)
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         chains = self.start_chains(K.hamiltonian_chain, target, seed, budget)
-        n_warmup = chains.n_warmup
+        n_warmup, d, n_chains = chains.n_warmup, target.dim, self.chains
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
-        mass = SCHEMES[self.adapt_mass]
-        window_start, windows = stan_windows(n_warmup) if mass == MASS_STAN else (0, np.zeros(0, np.int64))
-        isettings = np.zeros(K.N_ISETTINGS, dtype=np.int64)
-        isettings[K.I_WARMUP] = n_warmup
-        isettings[K.I_DRAWS] = chains.n_draws
-        isettings[K.I_ALGORITHM] = algorithm
-        isettings[K.I_N_LEAPFROG] = n_leapfrog
-        isettings[K.I_MAX_DEPTH] = max_depth
-        isettings[K.I_MASS] = mass
-        isettings[K.I_WINDOW_START] = window_start
-        isettings[K.I_GRAD_BUDGET] = chains.grad_budget_per_chain
-        isettings[K.I_MASS_END] = int(round((1.0 - _STEP_ONLY_FRACTION) * n_warmup))
-        isettings[K.I_EARLY_END] = int(round(_EARLY_FRACTION * n_warmup))
-        isettings[K.I_SWITCH_EARLY] = _SWITCH_EARLY
-        isettings[K.I_SWITCH_LATE] = _SWITCH_LATE
-        isettings[K.I_ADAPT_STEP] = 1 if n_warmup > 0 else 0
-        fsettings = np.zeros(K.N_FSETTINGS)
-        fsettings[K.F_STEP] = self.step_size if self.step_size is not None else -1.0
-        fsettings[K.F_TARGET] = self.target_accept
-        fsettings[K.F_MAX_ENERGY] = self.max_energy_error
-        fsettings[K.F_JITTER] = jitter
-
-        inv_mass = np.ones((self.chains, target.dim))
-        pathfinder_evals = chains.start_grad_evals
-        if chains.inv_mass is not None:
-            inv_mass[:] = chains.inv_mass
-        run = chains.sample(
-            lambda c, draws, stats, control: chains.kernel(
-                target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
-                inv_mass[c], windows, draws, stats, control,
-            ),
-            len(K.STAT_NAMES),
+        metric = A.METRICS[self.metric]
+        transformed = self.metric in ("low_rank", "dense")
+        schedule = A.warmup_schedule(n_warmup, metric, adapt_step=n_warmup > 0)
+        max_rank = self._max_rank(d, schedule.window_capacity) if transformed else 0
+        settings = K.hamiltonian_settings(
+            n_warmup=n_warmup, n_draws=chains.n_draws, algorithm=algorithm, n_leapfrog=n_leapfrog,
+            max_depth=max_depth, grad_budget=chains.grad_budget_per_chain, metric=metric, max_rank=max_rank,
+            window_capacity=schedule.window_capacity,
+            step_size=self.step_size if self.step_size is not None else -1.0, target_accept=self.target_accept,
+            max_energy_error=self.max_energy_error, jitter=jitter,
+            gamma=self.metric_gamma, cutoff=self.metric_cutoff if self.metric == "low_rank" else 0.0,
         )
-        result = chains.result(run, K.STAT_NAMES, info={"step_size": [float(s) for s in run.last], "inv_mass": inv_mass})
+        start_inv_mass = np.ones((n_chains, d))
+        if chains.inv_mass is not None:
+            start_inv_mass[:] = chains.inv_mass
+        if transformed:  # the diagonal is the map's sigma; the trajectory's own metric is 1
+            transforms = [metric_transform(d, max_rank) for _ in range(n_chains)]
+            for c in range(n_chains):
+                transforms[c].sigma[:] = np.sqrt(start_inv_mass[c])
+            inv_mass = np.ones((n_chains, d))
+        else:
+            transforms = [no_transform(d) for _ in range(n_chains)]
+            inv_mass = start_inv_mass
+        adapt_log = np.zeros((n_chains, 2), dtype=np.int64)
+        pathfinder_evals = chains.start_grad_evals
+        # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
+        # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
+        with threadpool_limits(1 if transformed else None, user_api="blas"):
+            run = chains.sample(
+                lambda c, draws, stats, control: chains.kernel(
+                    target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,
+                    inv_mass[c], transforms[c], draws, stats, adapt_log[c], control,
+                ),
+                len(K.STAT_NAMES),
+            )
+        info = {"step_size": [float(s) for s in run.last], "metric": self.metric}
+        if transformed:
+            ranks = [int(t.rank[0]) for t in transforms]
+            info["metric_rank"] = ranks
+            info["metric_eigenvalues"] = [(t.sqrt_vals[:k] ** 2).tolist() for t, k in zip(transforms, ranks)]
+            info["metric_sigma"] = np.array([t.sigma for t in transforms])
+            inv_mass = np.array([
+                t.sigma ** 2 * (1.0 + ((t.sqrt_vals[:k, None] ** 2 - 1.0) * t.vecs[:k] ** 2).sum(axis=0))
+                for t, k in zip(transforms, ranks)
+            ])
+            if self.metric == "dense" and d <= 500:
+                info["inv_mass_dense"] = np.array([
+                    inverse_metric(t.sigma, t.vecs[:k], t.sqrt_vals[:k] ** 2) for t, k in zip(transforms, ranks)])
+        info["inv_mass"] = inv_mass  # the diagonal of M^-1: the metric's variances
+        result = chains.result(run, K.STAT_NAMES, info=info)
+        updates, failed = adapt_log.sum(axis=0)
+        if failed:
+            result.info["metric_fallbacks"] = int(failed)
+            result.messages.append(
+                f"{failed} of {updates} {self.metric} metric estimates were not finite or not positive definite: "
+                "those kept the diagonal alone")
+            warnings.warn(f"{self.name} on {target.name}: {result.messages[-1]}", RuntimeWarning, stacklevel=3)
         if pathfinder_evals:  # Pathfinder's gradients are part of the warmup's cost
             result.cost.grad_evals += pathfinder_evals
             result.cost.logp_evals += pathfinder_evals
@@ -132,7 +210,7 @@ class HMC(_Hamiltonian):
 
     Step size by dual averaging toward ``target_accept`` (0.65 by default, the optimum of
     Beskos et al. 2013), jittered uniformly by +-``jitter`` (a fraction) each transition;
-    diagonal mass adaptation as ``adapt_mass`` says.
+    the metric adapted as ``metric`` says (see :class:`NUTS`).
 
     Why jitter by default: once the metric is adapted, every coordinate of a Gaussian
     oscillates with the same period, and a fixed trajectory length near a multiple of it
@@ -162,6 +240,16 @@ class NUTS(_Hamiltonian):
     Step size by dual averaging toward ``target_accept`` (0.8); trees up to ``max_depth``
     doublings (2^max_depth leapfrog steps); a divergence when the energy error exceeds
     ``max_energy_error`` (1000). See ``workbench/mcmc/trajectory.py``.
+
+    ``metric``: ``"diag"`` (default), ``"diag_stan"``, ``"low_rank"``, ``"dense"`` or
+    ``"identity"`` (``workbench/mcmc/adaptation.py``). The low-rank metric keeps the
+    eigen-directions whose eigenvalue lies outside [1/``metric_cutoff``, ``metric_cutoff``]
+    (2 by default), at most ``metric_rank`` of them (None: no limit), with covariances
+    regularised by ``metric_gamma`` (1e-5): the defaults of Seyboldt et al. (2026) and
+    nutpie. ``result.info`` holds the metric each chain ended with: ``inv_mass`` (the
+    diagonal of M^-1) and, for low-rank and dense, ``metric_rank`` and ``metric_eigenvalues``.
+    ``adapt_mass`` is the deprecated name: ``"gradient"``, ``"stan"``, ``"none"`` mean
+    ``"diag"``, ``"diag_stan"``, ``"identity"``.
     """
 
     max_depth: int = 10

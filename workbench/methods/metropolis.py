@@ -14,7 +14,7 @@ import numpy as np
 
 from ..approximations import check_proposal, draw_from
 from ..mcmc import metropolis as K
-from ..mcmc.mass_adaptation import stan_windows
+from ..mcmc.adaptation import stan_windows
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, check_positive_int
