@@ -39,6 +39,8 @@ methods_for = method_panel
 
 # NUTS with the remedy for divergences (a smaller step); run on the banana beside the default
 BANANA_NUTS = "NUTS (target_accept=0.95)"
+# NUTS with the diagonal-plus-low-rank metric (Seyboldt et al. 2026), on every target
+LOW_RANK_NUTS = "NUTS (low_rank)"
 
 
 def grid(quick: bool) -> list[Cell]:
@@ -57,6 +59,9 @@ def grid(quick: bool) -> list[Cell]:
                     if name == "NUTS" and label == "banana d=2":
                         cells.append(Cell(spec, {**method, "target_accept": 0.95}, seed, grad_budget,
                                           labels={"target": label, "method": BANANA_NUTS}))
+                    if name == "NUTS":  # the low-rank metric beside the default diagonal one
+                        cells.append(Cell(spec, {**method, "metric": "low_rank"}, seed, grad_budget,
+                                          labels={"target": label, "method": LOW_RANK_NUTS}))
     return cells
 
 
