@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numba
 
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from . import adaptation as A
 from .metric import (
     from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient,
@@ -107,9 +107,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         to_transformed_gradient(transform, g, gq)
     step = settings.step_size
     if step <= 0.0:
-        step, k = find_reasonable_step_size(
-            logp_grad, data, q, gq, logp, inv_mass, sd, transform, rng, 1.0, vecs[PAIR_Q], vecs[P0], vecs[PAIR_G]
-        )
+        step, k = _reasonable_step(logp_grad, data, q, gq, logp, inv_mass, sd, transform, transformed, rng, 1.0, vecs)
         n_grad += k
     da = dual_averaging_start(step)
     n_grad_warmup = n_grad if n_warmup > 0 else 0
@@ -123,14 +121,26 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         if transformed:
             from_position(transform, x, q)
             to_transformed_gradient(transform, g, gq)
-        if settings.algorithm == ALGO_NUTS:
+        # a diagonal metric passes None for the map: see metric.potential
+        if settings.algorithm == ALGO_NUTS and transformed:
             logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
                 logp_grad, data, q, gq, logp, eps, inv_mass, sd, transform, settings.max_depth,
                 settings.max_energy_error, rng, vecs, ckpt
             )
-        else:
+        elif settings.algorithm == ALGO_NUTS:
+            logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
+                logp_grad, data, q, gq, logp, eps, inv_mass, sd, None, settings.max_depth,
+                settings.max_energy_error, rng, vecs, ckpt
+            )
+        elif transformed:
             logp, accept, n, diverging, energy, energy_error = static_transition(
                 logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, transform,
+                settings.max_energy_error, rng, vecs
+            )
+            depth = 0
+        else:
+            logp, accept, n, diverging, energy, energy_error = static_transition(
+                logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, None,
                 settings.max_energy_error, rng, vecs
             )
             depth = 0
@@ -187,10 +197,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                 if transformed:
                     from_position(transform, x, q)
                     to_transformed_gradient(transform, g, gq)
-                step, k = find_reasonable_step_size(
-                    logp_grad, data, q, gq, logp, inv_mass, sd, transform, rng, step,
-                    vecs[PAIR_Q], vecs[P0], vecs[PAIR_G],
-                )
+                step, k = _reasonable_step(logp_grad, data, q, gq, logp, inv_mass, sd, transform, transformed, rng,
+                                           step, vecs)
                 n_grad += k
                 da = dual_averaging_start(step)
             if flags & A.RESTART_AVERAGING:  # the metric is final: adapt the step size for it alone
@@ -201,6 +209,16 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         done = it + 1
         control[C_PROGRESS] = done
     return done, n_grad, n_grad_warmup, step
+
+
+@jit
+def _reasonable_step(logp_grad, data, q, g, logp, inv_mass, sd, transform, transformed, rng, step, vecs):
+    """find_reasonable_step_size with the map under a low-rank or dense metric, None otherwise."""
+    if transformed:
+        return find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, sd, transform, rng, step,
+                                         vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
+    return find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, sd, None, rng, step,
+                                     vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
 
 
 hamiltonian_chain = target_kernel(

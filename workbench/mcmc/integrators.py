@@ -37,7 +37,10 @@ def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass, transform):
     for i in range(q.size):  # half kick and drift in one pass
         p[i] += half * g[i]
         q[i] += step_size * inv_mass[i] * p[i]
-    logp = potential(logp_grad, data, q, g, transform)
+    if transform is None:  # a diagonal metric: pruned at compile time (metric.potential)
+        logp = logp_grad(q, g, data)
+    else:
+        logp = potential(logp_grad, data, q, g, transform)
     for i in range(q.size):
         p[i] += half * g[i]
     return logp
@@ -52,7 +55,10 @@ def leapfrog_leaf(logp_grad, data, q, p, g, step_size, inv_mass, transform, psum
     for i in range(q.size):
         p[i] += half * g[i]
         q[i] += step_size * inv_mass[i] * p[i]
-    logp = potential(logp_grad, data, q, g, transform)
+    if transform is None:  # a diagonal metric: pruned at compile time (metric.potential)
+        logp = logp_grad(q, g, data)
+    else:
+        logp = potential(logp_grad, data, q, g, transform)
     kinetic = 0.0
     if first:
         for i in range(q.size):
@@ -80,7 +86,10 @@ def integrate(logp_grad, data, q, p, g, step_size, inv_mass, transform, n_steps)
         q[i] += step_size * inv_mass[i] * p[i]
     logp = math.nan
     for s in range(n_steps):
-        logp = potential(logp_grad, data, q, g, transform)
+        if transform is None:  # a diagonal metric: pruned at compile time (metric.potential)
+            logp = logp_grad(q, g, data)
+        else:
+            logp = potential(logp_grad, data, q, g, transform)
         if not math.isfinite(logp):
             return logp, s + 1
         if s == n_steps - 1:
