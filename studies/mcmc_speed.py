@@ -103,7 +103,7 @@ def main(argv=None):
 METRICS = ("diag", "diag_stan", "low_rank", "dense")
 
 
-def metric_targets(quick: bool = False):
+def metric_targets():
     """(short name, target) of the metric comparison."""
     return [
         ("gauss100", wb.targets.gaussian(100, scales="logspace")),
@@ -122,7 +122,7 @@ def metric_table(seeds, quick: bool = False, chains: int = 4):
     print(head)
     print("-" * len(head))
     table = {}
-    for name, target in metric_targets(quick):
+    for name, target in metric_targets():
         cells, worst_r_hat = [], 1.0
         for metric in METRICS:
             if metric == "dense" and target.dim > 100:

@@ -99,7 +99,9 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     g = np.empty(d)
     logp = logp_grad(x, g, data)
     n_grad = 1
-    # the trajectory's coordinates: x itself, or y = A^-1 x under a low-rank or dense metric
+    # the trajectory's coordinates: x itself, or y = A^-1 x under a low-rank or dense metric;
+    # there (q, gq) carry the chain from one transition to the next, and x follows for the
+    # draws (g, the gradient in x, only where the metric's estimator needs it)
     q = np.empty(d) if transformed else x
     gq = np.empty(d) if transformed else g
     if transformed:
@@ -118,9 +120,6 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         eps = step
         if settings.jitter > 0.0:
             eps = step * (1.0 + settings.jitter * (2.0 * rng.random() - 1.0))
-        if transformed:
-            from_position(transform, x, q)
-            to_transformed_gradient(transform, g, gq)
         # a diagonal metric passes None for the map: see metric.potential
         if settings.algorithm == ALGO_NUTS and transformed:
             logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
@@ -146,7 +145,6 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
             depth = 0
         if transformed:
             to_position(transform, q, x)
-            from_transformed_gradient(transform, gq, g)
         n_grad += n
         draws_out[it, :] = x
         stats_out[it, S_ACCEPT] = accept
@@ -169,6 +167,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                 elif metric == A.METRIC_DIAG_STAN:
                     A.stan_update(diag, x)
                 elif transformed:
+                    from_transformed_gradient(transform, gq, g)
                     A.window_update(window, x, g)
             if flags & A.UPDATE_METRIC:
                 if metric == A.METRIC_DIAG:
@@ -186,6 +185,10 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                         adapt_log[1] += 1
                         rank = 0
                     transform.rank[0] = rank
+                    # the map changed: the chain's state in its new coordinates (an update
+                    # always follows a COLLECT of the same iteration, so g is current)
+                    from_position(transform, x, q)
+                    to_transformed_gradient(transform, g, gq)
             if flags & A.SWITCH_WINDOW:
                 if metric == A.METRIC_DIAG:
                     A.diag_switch(diag)
@@ -194,9 +197,6 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
             if flags & A.RESET_WINDOW:
                 A.stan_reset(diag)
             if flags & A.RESTART_STEP:  # the metric changed: restart the step-size adaptation
-                if transformed:
-                    from_position(transform, x, q)
-                    to_transformed_gradient(transform, g, gq)
                 step, k = _reasonable_step(logp_grad, data, q, gq, logp, inv_mass, sd, transform, transformed, rng,
                                            step, vecs)
                 n_grad += k

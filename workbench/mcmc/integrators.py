@@ -12,9 +12,9 @@ kick of one step and the opening half kick of the next are one full kick, fused 
 drift into a single pass over the coordinates, so n steps cost n + 1 passes instead of 3n.
 
 Every step takes the metric as ``inv_mass`` (diagonal, in the coordinates the trajectory runs
-in) and ``transform`` (``metric.MetricTransform``: switched off for a diagonal metric; for a
-dense or low-rank one the trajectory runs on y = A^-1 x and the density is called through
-``metric.potential``).
+in) and ``transform``: None for a diagonal metric; for a dense or low-rank one its
+``metric.MetricTransform``, the trajectory runs on y = A^-1 x and the density is called
+through ``metric.potential``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from .metric import potential
 
 @jit(nrt=False)
 def leapfrog(logp_grad, data, q, p, g, step_size, inv_mass, transform):
-    """One leapfrog step with a diagonal metric, in place on (q, p, g); returns log p(q_new).
+    """One leapfrog step under the metric (``inv_mass``, ``transform``), in place on (q, p, g);
+    returns log p(q_new).
 
     ``g`` must hold grad log p(q) on entry; it holds the gradient at the new q on exit.
     A negative ``step_size`` integrates backwards in time.

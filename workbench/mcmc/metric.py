@@ -73,8 +73,8 @@ class MetricTransform(NamedTuple):
     """x = A y with A = diag(sigma) (I + U (diag(sqrt_vals) - I) U^T), and its work space.
 
     ``rank[0]`` is k, the number of eigen-directions in use (rows 0..k-1 of ``vecs`` are
-    the columns of U); ``rank[0] = -1`` switches the map off (a diagonal metric acting on
-    x itself). ``x`` and ``grad_x`` hold the last point the density was called at.
+    the columns of U; k = 0 is the diagonal alone). ``x`` and ``grad_x`` hold the last point
+    the density was called at. A diagonal metric passes None instead (:func:`potential`).
     """
 
     sigma: np.ndarray  # (d,)
@@ -87,18 +87,10 @@ class MetricTransform(NamedTuple):
 
 
 def metric_transform(dim: int, max_rank: int) -> MetricTransform:
-    """An identity map (sigma = 1, k = 0) with room for ``max_rank`` directions; use
-    ``max_rank = 0`` and :func:`switch_off` for a diagonal metric."""
+    """An identity map (sigma = 1, k = 0) with room for ``max_rank`` directions."""
     r = max(max_rank, 1)
     return MetricTransform(np.ones(dim), np.zeros((r, dim)), np.ones(r), np.zeros(1, dtype=np.int64),
                            np.zeros(dim), np.zeros(dim), np.zeros(r))
-
-
-def no_transform(dim: int) -> MetricTransform:
-    """The switched-off map of a diagonal metric (:func:`potential` calls the density directly)."""
-    t = metric_transform(dim, 0)
-    t.rank[0] = -1
-    return t
 
 
 @jit(fastmath=True, nrt=False)
@@ -154,8 +146,8 @@ def from_transformed_gradient(t, grad_y, grad_x):
 @jit(nrt=False)
 def potential(logp_grad, data, q, g, t):
     """log p and its gradient in the coordinates the trajectory runs in: the target's own
-    when ``t`` is None (a diagonal metric) or the map is off, y = A^-1 x otherwise
-    (log p(A y); the Jacobian is a constant).
+    when ``t`` is None (a diagonal metric), y = A^-1 x otherwise (log p(A y); the Jacobian
+    is a constant).
 
     Kernels pass None for a diagonal metric: Numba then compiles this call down to the bare
     density call (the ``is None`` branch is pruned at compile time), so the diagonal path
@@ -163,8 +155,6 @@ def potential(logp_grad, data, q, g, t):
     arrays down the NUTS tree instead made the cheapest target's overhead 40% higher).
     """
     if t is None:
-        return logp_grad(q, g, data)
-    if t.rank[0] < 0:
         return logp_grad(q, g, data)
     to_position(t, q, t.x)
     logp = logp_grad(t.x, t.grad_x, data)

@@ -16,18 +16,20 @@ during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import math
 import os
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ..mcmc import adaptation as A
 from ..mcmc import chains as K
-from ..mcmc.metric import inverse_metric, metric_transform, no_transform
+from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive_int
@@ -35,6 +37,13 @@ from .sampling import ChainSampler, start_chains
 
 # the deprecated ``adapt_mass`` names and the metrics they mean
 _ADAPT_MASS_NAMES = {"gradient": "diag", "stan": "diag_stan", "none": "identity"}
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """The BLAS libraries this process has loaded, found once: a search takes 1.5-3 ms (it
+    walks every loaded shared library), as long as a whole NUTS run on a cheap target."""
+    return ThreadpoolController()
 
 
 def _physical_memory_bytes() -> int | None:
@@ -158,14 +167,15 @@ class _Hamiltonian(ChainSampler):
             for c in range(n_chains):
                 transforms[c].sigma[:] = np.sqrt(start_inv_mass[c])
             inv_mass = np.ones((n_chains, d))
-        else:
-            transforms = [no_transform(d) for _ in range(n_chains)]
+        else:  # the kernel's signature takes a map; a diagonal metric never reads it
+            transforms = [metric_transform(d, 0) for _ in range(n_chains)]
             inv_mass = start_inv_mass
         adapt_log = np.zeros((n_chains, 2), dtype=np.int64)
         pathfinder_evals = chains.start_grad_evals
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
-        with threadpool_limits(1 if transformed else None, user_api="blas"):
+        one_blas_thread = _blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
+        with one_blas_thread:
             run = chains.sample(
                 lambda c, draws, stats, control: chains.kernel(
                     target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,

@@ -93,6 +93,9 @@ def test_windowed_schedules_switch_early_and_late_and_stop_adapting_the_metric()
         assert _iterations(s.flags, A.RESTART_AVERAGING) == [849]
         assert 849 in _iterations(s.flags, A.UPDATE_METRIC)
         assert s.window_capacity == 160  # a background of 80 on top of a foreground of 80
+        # the kernel re-enters the low-rank map's coordinates from the draw and gradient it
+        # has just collected: an update must never come without a COLLECT
+        assert set(_iterations(s.flags, A.UPDATE_METRIC)) <= set(_iterations(s.flags, A.COLLECT))
     # the diagonal is refreshed every early draw and every 10th late one; the eigen-decomposition
     # every draw of the first window and then once per window
     assert len(_iterations(diag.flags, A.UPDATE_METRIC)) > 300
@@ -129,7 +132,7 @@ def test_diag_estimator_windows_forget_the_old_foreground():
 
 def test_stan_estimator_is_the_shrunk_window_variance():
     x = np.random.default_rng(1).standard_normal((50, 3)) * [1.0, 2.0, 3.0]
-    state = A.stan_init(3)
+    state = A.diag_init(3)
     for xi in x:
         A.stan_update(state, xi)
     out = np.empty(3)

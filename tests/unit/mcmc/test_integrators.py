@@ -6,17 +6,17 @@ import pytest
 import workbench as wb
 from workbench.mcmc.integrators import leapfrog
 from workbench.mcmc.metric import (
-    from_position, inverse_metric, kinetic_energy, metric_transform, no_transform, potential, to_position,
+    from_position, inverse_metric, kinetic_energy, metric_transform, potential, to_position,
     to_transformed_gradient,
 )
 
 
 def make_metric(kind, dim, seed=0):
-    """(inv_mass, transform, dense M^-1) of a diagonal, low-rank (k = 2) or dense metric."""
+    """(inv_mass, transform, dense M^-1) of a diagonal (transform None), low-rank (k = 2) or dense metric."""
     rng = np.random.default_rng(seed)
     sigma = rng.uniform(0.5, 2.0, dim)
     if kind == "diag":
-        return sigma**2, no_transform(dim), np.diag(sigma**2)
+        return sigma**2, None, np.diag(sigma**2)
     k = 2 if kind == "low_rank" else dim
     vecs = np.linalg.qr(rng.standard_normal((dim, k)))[0].T  # orthonormal rows
     vals = rng.uniform(0.1, 20.0, k)
@@ -30,7 +30,6 @@ def make_metric(kind, dim, seed=0):
 
 def _trajectory(target, q0, p0, step, n, inv_mass, transform=None):
     """n leapfrog steps from (q0, p0) in the trajectory's coordinates (y = A^-1 x under a map)."""
-    transform = no_transform(q0.size) if transform is None else transform
     q, p = q0.copy(), p0.copy()
     g = np.empty_like(q)
     lp = potential(target.logp_grad, target.data, q, g, transform)
@@ -126,7 +125,7 @@ def test_integrate_equals_repeated_leapfrog_steps():
     q1, p1, lp1 = _trajectory(t, q0, p0, 0.03, 25, inv_mass)
     q2, p2, g2 = q0.copy(), p0.copy(), np.empty(4)
     t.logp_grad(q2, g2, t.data)
-    lp2, n = integrate(t.logp_grad, t.data, q2, p2, g2, 0.03, inv_mass, no_transform(4), 25)
+    lp2, n = integrate(t.logp_grad, t.data, q2, p2, g2, 0.03, inv_mass, None, 25)
     assert n == 25
     np.testing.assert_allclose(q2, q1, rtol=0, atol=1e-12)
     np.testing.assert_allclose(p2, p1, rtol=0, atol=1e-12)
@@ -139,7 +138,7 @@ def test_integrate_stops_at_a_non_finite_density():
 
     t = wb.Target.from_numba(nan_beyond_one_and_half, 2)
     q, p, g = np.zeros(2), np.array([5.0, 0.0]), np.zeros(2)
-    lp, n = integrate(t.logp_grad, t.data, q, p, g, 0.1, np.ones(2), no_transform(2), 100)
+    lp, n = integrate(t.logp_grad, t.data, q, p, g, 0.1, np.ones(2), None, 100)
     assert np.isnan(lp) and n < 10 and q[0] > 1.5
 
 

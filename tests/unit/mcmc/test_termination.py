@@ -86,3 +86,41 @@ def test_merge_checks_of_a_new_subtree_with_the_trajectory():
         np.testing.assert_allclose(rho, ps.sum(0))  # the trajectory's new momentum sum
         seen.add(got)
     assert seen == {True, False}
+
+
+def test_u_turn_checks_in_a_low_rank_maps_coordinates_are_the_metric_s_criterion():
+    """Under a dense or low-rank metric the trajectory runs on y = A^-1 x with momenta
+    p_y = A^T p_x and inv_mass = 1; its criterion p_y . rho_y is then the metric's
+    (M^-1 p_x) . rho_x with M^-1 = A A^T, for every check, including sign flips."""
+    from workbench.mcmc.metric import inverse_metric, metric_transform
+    from workbench.mcmc.termination import merged_trajectory_persists
+
+    rng = np.random.default_rng(11)
+    d, k = 6, 2
+    t = metric_transform(d, k)
+    t.sigma[:] = rng.uniform(0.3, 3.0, d)
+    t.vecs[:k] = np.linalg.qr(rng.standard_normal((d, k)))[0].T
+    vals = np.array([40.0, 0.05])
+    t.sqrt_vals[:k] = np.sqrt(vals)
+    t.rank[0] = k
+    a = np.column_stack([_apply(t, e) for e in np.eye(d)])
+    m_inv = inverse_metric(t.sigma, t.vecs[:k], vals)
+    agree = 0
+    for _ in range(300):
+        p_far, p_near, p_first, p_last, rho_new = rng.standard_normal((5, d))
+        rho_old = rng.standard_normal(d) * 3
+        dense = (p_far @ m_inv @ (rho_old + rho_new) > 0 and p_last @ m_inv @ (rho_old + rho_new) > 0
+                 and p_far @ m_inv @ (rho_old + p_first) > 0 and p_first @ m_inv @ (rho_old + p_first) > 0
+                 and p_near @ m_inv @ (p_near + rho_new) > 0 and p_last @ m_inv @ (p_near + rho_new) > 0)
+        y = [np.ascontiguousarray(a.T @ v) for v in (p_far, p_near, rho_old, p_first, p_last, rho_new)]
+        assert merged_trajectory_persists(*y, np.ones(d)) == dense
+        agree += dense
+    assert 0 < agree < 300  # both outcomes occurred
+
+
+def _apply(t, v):
+    from workbench.mcmc.metric import to_position
+
+    out = np.empty(v.size)
+    to_position(t, np.ascontiguousarray(v), out)
+    return out
