@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ..jit import jit
+from ..smc.reference import reference_logp_grad
 from ..errors import TargetError
 from ..target import Target, Truth
 
@@ -151,17 +152,10 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
 
 @jit
 def dense_gaussian_logp_grad(theta, grad_out, data):
-    """-1/2 (x - m)^T P (x - m) with the precision matrix P; data = (mean, P)."""
+    """-1/2 (x - m)^T P (x - m) with the precision matrix P; data = (mean, P). SMC's
+    Gaussian reference density, unnormalised."""
     mean, precision = data
-    d = theta.size
-    quad = 0.0
-    for i in range(d):
-        s = 0.0
-        for j in range(d):
-            s += precision[i, j] * (theta[j] - mean[j])
-        grad_out[i] = -s
-        quad += (theta[i] - mean[i]) * s
-    return -0.5 * quad
+    return reference_logp_grad(theta, grad_out, mean, precision, 0.0)
 
 
 def rotated_gaussian(dim: int = 50, variances=(100.0, 50.0, 20.0), seed: int = 0) -> Target:
