@@ -180,15 +180,22 @@ def forest(run, indices: list[int], folder, file: str) -> str:
     return file
 
 
+_HATCHES = ("////", "....", "xxxx", "\\\\\\\\")
+
+
 def bars(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None, log: bool = True) -> str:
     """Median over seeds of ``metric`` per method (bars) and target (groups)."""
     ok = table[(table["status"] == "ok")]
     pivot = ok.pivot_table(index="target", columns="method", values=metric, aggfunc="median", sort=False)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(pivot) + 2), 3.5))
     width = 0.8 / max(1, pivot.shape[1])
-    colours = method_colours(pivot.columns)
+    styles = method_styles(pivot.columns)
+    # a variant ("NUTS (low_rank)") has its method's colour: a hatch of its own tells the bars apart
+    variants = sorted(m for m in pivot.columns if styles[m].linestyle == "--")
     for j, method in enumerate(pivot.columns):
-        ax.bar(np.arange(len(pivot)) + j * width, pivot[method].values, width, label=method, color=colours[method])
+        hatch = _HATCHES[variants.index(method) % len(_HATCHES)] if method in variants else None
+        ax.bar(np.arange(len(pivot)) + j * width, pivot[method].values, width, label=method,
+               color=styles[method].colour, hatch=hatch, edgecolor="white" if hatch else None, linewidth=0)
     ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2)
     ax.set_xticklabels(pivot.index, rotation=15, ha="right", fontsize=8)
     if log:

@@ -141,3 +141,21 @@ def test_method_styles_do_not_depend_on_the_table():
     assert method_style("some ablation row") == method_style("some ablation row")
 
 
+
+
+def test_variants_of_a_method_get_its_colour_and_bars_a_hatch_each(tmp_path, monkeypatch):
+    """"NUTS (low_rank)" and "NUTS (dense)" are NUTS's colour: side by side, only a hatch of
+    their own (none for NUTS) tells the three bars apart."""
+    import pandas as pd
+
+    kept = {}
+    monkeypatch.setattr(F, "_save", lambda fig, folder, file: kept.setdefault("fig", fig) and file)
+    table = pd.DataFrame({"target": ["a"] * 3 + ["b"] * 3, "status": "ok", "ess": [1.0, 2.0, 3.0] * 2,
+                          "method": ["NUTS", "NUTS (low_rank)", "NUTS (dense)"] * 2})
+    F.bars(table, "ess", tmp_path, "bars.png")
+    ax = kept["fig"].axes[0]
+    hatches = {c.get_label(): c.patches[0].get_hatch() for c in ax.containers}
+    colours = {c.get_label(): _colour_of(c.patches[0]) for c in ax.containers}
+    assert hatches["NUTS"] is None and None not in (hatches["NUTS (low_rank)"], hatches["NUTS (dense)"])
+    assert hatches["NUTS (low_rank)"] != hatches["NUTS (dense)"]
+    assert set(colours.values()) == {METHOD_STYLES["NUTS"].colour.lower()}
