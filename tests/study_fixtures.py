@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from dataclasses import dataclass
+
+from workbench.methods import Exact, Method
 from workbench.study import Cell, Figure, Page, Study
 from workbench.study import figures as F
 
@@ -56,3 +61,20 @@ def is_png(path) -> bool:
     with Image.open(path) as im:
         im.verify()
     return True
+
+
+@dataclass(frozen=True)
+class KillsItsWorker(Method):
+    """Exact draws, but the process running it dies by SIGKILL first: every time
+    (``always``) or only the first time (it leaves ``marker`` behind). For the local pool only:
+    in the test process it would kill the tests."""
+
+    marker: str = ""
+    always: bool = False
+
+    def _run(self, target, seed, budget):
+        if self.always or not os.path.exists(self.marker):
+            with open(self.marker, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return Exact(chains=2, draws=200).run(target, seed)

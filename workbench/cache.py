@@ -4,6 +4,9 @@ entry, named by a hash of its inputs (``spec_hash``).
 
 Writes are atomic (a temporary file renamed into place), so a study killed at any moment
 leaves only complete entries: it resumes where it stopped and loses nothing computed.
+An entry damaged afterwards (a JSON replaced by garbage or ``{}``, a truncated or deleted
+``.npz``) is treated as missing: :meth:`CellCache.get` warns with a :class:`CacheWarning`
+naming the file, deletes the entry and returns None, so the caller recomputes it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,13 @@ import json
 import math
 import os
 import tempfile
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from .errors import CacheWarning
 
 
 def spec_hash(fields: dict) -> str:
@@ -74,28 +81,75 @@ class CellCache:
     def _json(self, key: str) -> Path:
         return self.dir / f"{key}.json"
 
+    def _npz(self, key: str) -> Path:
+        return self.dir / f"{key}.npz"
+
     def has(self, key: str) -> bool:
-        return self._json(key).exists()
+        return self.get(key) is not None
 
     def get(self, key: str) -> dict | None:
+        """The entry stored under ``key``, or None when there is none or it is damaged (then
+        it is deleted, with a :class:`CacheWarning` that names the file and what is wrong)."""
+        path = self._json(key)
         try:
-            with open(self._json(key), encoding="utf-8") as f:
-                return _unjson(json.load(f))
-        except (FileNotFoundError, json.JSONDecodeError):
+            with open(path, "rb") as f:
+                entry = _unjson(json.loads(f.read().decode("utf-8")))
+        except FileNotFoundError:
             return None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return self._damaged(key, path, f"it is not readable JSON ({type(exc).__name__})")
+        if not isinstance(entry, dict) or not isinstance(entry.get("status"), str):
+            return self._damaged(key, path, "it has no status (not an entry this cache wrote)")
+        problem = self._arrays_problem(key, entry.get("arrays"))
+        if problem:
+            return self._damaged(key, self._npz(key), problem)
+        return entry
+
+    def _arrays_problem(self, key: str, names) -> str:
+        """What is wrong with the entry's .npz ('' if nothing). ``names``: the arrays the JSON
+        says were written (None for entries written before it said so)."""
+        path = self._npz(key)
+        if not path.exists():
+            return f"it has lost its arrays {sorted(names)} (the .npz is missing)" if names else ""
+        try:
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()  # reads every member and checks its CRC
+                stored = {n[:-4] for n in z.namelist() if n.endswith(".npy")}
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+            return f"it is not a readable .npz ({type(exc).__name__}: {exc})"
+        if bad is not None:
+            return f"it has a corrupt member, {bad}"
+        lacking = sorted(set(names or ()) - stored)
+        return f"it lacks the arrays {lacking}" if lacking else ""
+
+    def _damaged(self, key: str, path: Path, problem: str) -> None:
+        warnings.warn(f"cache entry {path} is unusable: {problem}; it is dropped and will be recomputed",
+                      CacheWarning, stacklevel=3)
+        self.drop(key)
+        return None
 
     def put(self, key: str, entry: dict, arrays: dict | None = None) -> None:
         if arrays:  # arrays first: an entry whose JSON exists is complete
-            _atomic_write(self.dir / f"{key}.npz", lambda f: np.savez_compressed(f, **arrays))
+            _atomic_write(self._npz(key), lambda f: np.savez_compressed(f, **arrays))
+        else:  # a stale .npz of an earlier entry must not pass as this one's
+            self._npz(key).unlink(missing_ok=True)
+        entry = {**entry, "arrays": sorted(arrays) if arrays else []}
         text = json.dumps(_jsonable(entry), sort_keys=True, indent=1).encode()
         _atomic_write(self._json(key), lambda f: f.write(text))
 
     def arrays(self, key: str) -> dict:
-        path = self.dir / f"{key}.npz"
+        """The entry's arrays ({} when it has none). A file damaged since :meth:`get` checked
+        it gives {} and a :class:`CacheWarning` (the figures then lack that cell)."""
+        path = self._npz(key)
         if not path.exists():
             return {}
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
+        try:
+            with np.load(path) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+            warnings.warn(f"cache entry {path} is unreadable ({type(exc).__name__}: {exc}); its arrays are left out",
+                          CacheWarning, stacklevel=2)
+            return {}
 
     def drop(self, key: str) -> None:
         for suffix in (".json", ".npz"):

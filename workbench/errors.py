@@ -45,3 +45,8 @@ def format_point(theta: np.ndarray, max_items: int = 6) -> str:
     if theta.size > max_items:
         items += f", ... ({theta.size} values)"
     return f"[{items}]"
+
+
+class CacheWarning(UserWarning):
+    """A cache entry could not be read (garbage, truncated, or half deleted): it is dropped
+    and recomputed."""

@@ -4,15 +4,23 @@ here, or an existing cluster given by its scheduler address).
 
 Every executor has the same shape: ``with make_executor(...) as ex: for tag, out in
 ex.run(jobs)``, where a job is ``(tag, function, args)`` and outcomes arrive as they finish.
-Leaving the ``with`` block (also by Ctrl-C) cancels what has not started.
+Leaving the ``with`` block (also by Ctrl-C) cancels what has not started. A job whose
+worker process dies is retried once on a fresh worker; if it dies again, its outcome is a
+:class:`WorkerLost` (Dask retries a lost task itself and gives up the same way).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Iterator
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from multiprocessing import connection as mp_connection
+from typing import Any, Callable, Iterator, NamedTuple
 
 EXECUTORS = ("local", "serial", "dask")
 Job = tuple[Any, Callable, tuple]
@@ -38,33 +46,157 @@ class SerialExecutor:
             yield tag, fn(*args)
 
 
-class LocalExecutor:
-    """A pool of worker processes (spawned, so no thread or Numba state is forked)."""
+class WorkerLost(NamedTuple):
+    """The outcome of a job whose worker process died running it, every time it was tried
+    (killed, out of memory, a crash inside compiled code). The study records it as failed."""
 
-    def __init__(self, workers: int | None = None):
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker exit when the process that started it dies, even by SIGKILL (which
+    runs no clean-up in the parent): the kernel's parent-death signal on Linux, and a thread
+    that watches the parent's pid everywhere (it also covers a parent already gone)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+            pass
+
+    def watch():
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
+
+
+def _worker_main(conn, parent_pid: int) -> None:
+    """A local worker: run ``(function, args)`` messages until told to stop (None)."""
+    _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        fn, args = message
+        try:
+            reply = ("ok", fn(*args))
+        except BaseException as exc:  # sent back and raised in the parent, as a pool would
+            reply = ("raised", exc, traceback.format_exc())
+        try:
+            conn.send(reply)
+        except Exception as exc:  # an outcome that cannot be pickled
+            conn.send(("raised", RuntimeError(f"the job's outcome could not be sent back: {exc!r}"), ""))
+
+
+class _Worker:
+    def __init__(self, context):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, os.getpid()), daemon=True)
+        self.process.start()
+        child.close()
+        self.job = None  # index of the job it runs
+
+    def stop(self, timeout: float) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+class LocalExecutor:
+    """A pool of worker processes (spawned, so no thread or Numba state is forked).
+
+    A worker that dies running a job is replaced and the job tried ``retries`` more times;
+    after that its outcome is a :class:`WorkerLost` and the other jobs go on. Workers exit
+    with this process, however it ends (no orphans), and are stopped when the ``with`` block
+    is left (at once on an exception such as Ctrl-C).
+    """
+
+    def __init__(self, workers: int | None = None, retries: int = 1):
         self.workers = workers or default_workers()
+        self.retries = retries
         self.description = f"local process pool, {self.workers} workers"
-        self._pool = None
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: list[_Worker] = []
+        self._busy: list[_Worker] = []
 
     def __enter__(self):
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         return self
 
-    def __exit__(self, *exc):
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def __exit__(self, exc_type, *exc):
+        for worker in self._idle + self._busy:
+            if exc_type is None and worker.job is None:
+                worker.stop(timeout=5.0)
+            else:  # interrupted: what runs is abandoned (the cache keeps what finished)
+                worker.process.kill()
+                worker.process.join()
+                worker.conn.close()
+        self._idle, self._busy = [], []
         return False
 
+    def _lost(self, worker: _Worker) -> None:
+        self._busy.remove(worker)
+        worker.process.join()
+        worker.conn.close()
+
     def run(self, jobs: list[Job]) -> Iterator[tuple[Any, Any]]:
-        futures = {self._pool.submit(fn, *args): tag for tag, fn, args in jobs}
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    yield futures[f], f.result()
-        finally:
-            for f in pending:
-                f.cancel()
+        pending = deque(range(len(jobs)))
+        deaths = [0] * len(jobs)
+        while pending or self._busy:
+            while pending and len(self._busy) < self.workers:
+                worker = self._idle.pop() if self._idle else _Worker(self._context)
+                i = pending.popleft()
+                _, fn, args = jobs[i]
+                worker.job = i
+                worker.conn.send((fn, args))
+                self._busy.append(worker)
+            ready = set(mp_connection.wait([w.conn for w in self._busy] + [w.process.sentinel for w in self._busy]))
+            for worker in list(self._busy):
+                if worker.conn not in ready and worker.process.sentinel not in ready:
+                    continue
+                i = worker.job
+                try:
+                    reply = worker.conn.recv() if worker.conn.poll() else None
+                except (EOFError, OSError):
+                    reply = None
+                if reply is None:  # the worker died with the job
+                    self._lost(worker)
+                    deaths[i] += 1
+                    code = worker.process.exitcode
+                    how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                    if deaths[i] <= self.retries:
+                        pending.appendleft(i)
+                        continue
+                    yield jobs[i][0], WorkerLost(
+                        f"the worker process died ({how}) each of the {deaths[i]} times it ran this job"
+                    )
+                    continue
+                worker.job = None
+                self._busy.remove(worker)
+                self._idle.append(worker)
+                if reply[0] == "raised":
+                    exc, trace = reply[1], reply[2]
+                    if trace:
+                        exc.add_note(f"in the worker process:\n{trace}")
+                    raise exc
+                yield jobs[i][0], reply[1]
 
 
 class DaskExecutor:
@@ -104,10 +236,16 @@ class DaskExecutor:
     def run(self, jobs: list[Job]) -> Iterator[tuple[Any, Any]]:
         from distributed import as_completed
 
+        from distributed import KilledWorker
+
         futures = {self._client.submit(fn, *args, pure=False): tag for tag, fn, args in jobs}
         try:
             for f in as_completed(list(futures)):
-                yield futures[f], f.result()
+                try:
+                    outcome = f.result()
+                except KilledWorker as exc:
+                    outcome = WorkerLost(f"Dask lost the workers running this job each time it ran it ({exc})")
+                yield futures[f], outcome
         finally:
             for f in futures:
                 if not f.done():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,7 +27,7 @@ import pandas as pd
 from ..cache import CellCache, spec_hash
 from ..references import DEFAULT_REFERENCE, reference_key, references_cache
 from .cells import Cell, build_target, run_cell, run_reference, target_label
-from .executors import make_executor
+from .executors import WorkerLost, make_executor
 
 
 
@@ -130,8 +131,9 @@ def run_study(
 ) -> StudyRun:
     """Run (or resume) ``study``; return its table. Writes ``out/<name>/table.csv`` as it fills.
 
-    Cached cells are not re-run unless ``fresh``. A cell that raises or returns NaN is
-    recorded with its error and the others go on. ``on_cell_done(i, entry)`` is called
+    Cached cells are not re-run unless ``fresh``; a damaged cache entry is recomputed (with a
+    warning naming it). A cell that raises or returns NaN is recorded with its error and the
+    others go on; a cell whose worker process dies twice is recorded as failed (not cached). ``on_cell_done(i, entry)`` is called
     after each computed cell (the tests use it to interrupt a study). ``run_missing=False``
     only reads the cache (re-rendering a report): missing cells show as "missing".
     """
@@ -201,7 +203,10 @@ def run_study(
                 bar = _progress_bar(len(jobs), f"{study.name}: reference posteriors", progress)
                 for spec_json, outcome in ex.run(jobs):
                     key = ref_todo[spec_json]
-                    if outcome["status"] == "ok":
+                    if isinstance(outcome, WorkerLost):  # its cells say the reference failed
+                        warnings.warn(f"{study.name}: the reference posterior of {spec_json}: {outcome}", RuntimeWarning,
+                                      stacklevel=2)
+                    elif outcome["status"] == "ok":
                         ref_cache.put(key, {"status": "ok", "info": outcome["info"], "target": json.loads(spec_json)},
                                       {"draws": outcome["draws"]})
                     bar.update()
@@ -216,10 +221,14 @@ def run_study(
                 jobs.append((i, run_cell, (cells[i], ref_draws.get(s))))
             bar = _progress_bar(len(jobs), f"{study.name}", progress)
             for i, outcome in ex.run(jobs):
-                entry = {k: v for k, v in outcome.items() if k != "arrays"}
-                cache.put(keys[i], entry, outcome["arrays"])
+                if isinstance(outcome, WorkerLost):  # recorded, not cached: the next run tries again
+                    entry = {"status": "failed", "error": str(outcome), "row": {}}
+                    warnings.warn(f"{study.name}: cell {i} failed: {outcome}", RuntimeWarning, stacklevel=2)
+                else:
+                    entry = {k: v for k, v in outcome.items() if k != "arrays"}
+                    cache.put(keys[i], entry, outcome["arrays"])
+                    computed += 1
                 entries[i] = entry
-                computed += 1
                 write_table()
                 bar.update()
                 if on_cell_done is not None:
