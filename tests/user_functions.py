@@ -155,3 +155,30 @@ def steep_gaussian(theta, grad_out, data):
         grad_out[i] = -r / 1e-4
         lp -= 0.5 * r * r / 1e-4
     return lp
+
+
+@numba.njit(cache=True)
+def divides_by_zero_beyond(theta, grad_out, data):
+    """A standard normal whose density raises ZeroDivisionError once theta[0] > data[0][0] (a
+    bug that shows part-way through a run)."""
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    if theta[0] > data[0][0]:
+        return lp / 0.0
+    return lp
+
+
+@numba.njit(cache=True)
+def slow_standard_normal(theta, grad_out, data):
+    """A standard normal that takes long to evaluate (data[0][0] rounds of busy work): for
+    interrupting a run part-way."""
+    busy = 0.0
+    for k in range(int(data[0][0])):
+        busy += math.sin(k * theta[0]) * 1e-300
+    lp = busy
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    return lp

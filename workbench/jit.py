@@ -179,4 +179,7 @@ of which in warmup, one float of the method's choosing, e.g. the final step size
 # The control array a kernel shares with the Python thread that runs it (int64[::1], one row
 # of the (tasks, 2) array ``methods.base.run_in_threads`` polls): the kernel writes its
 # progress into C_PROGRESS and stops at its next iteration when C_STOP is set (Ctrl-C).
-C_STOP, C_PROGRESS = 0, 1
+# Chain kernels get two more columns and keep their gradient counts there (total, and in
+# warmup), so a chain whose density raises part-way still reports its cost.
+C_STOP, C_PROGRESS, C_EVALS, C_WARMUP_EVALS = 0, 1, 2, 3
+N_CHAIN_CONTROLS = 4

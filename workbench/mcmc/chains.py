@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numba
 
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from . import adaptation as A
 from .metric import (
     from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient,
@@ -208,6 +208,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
             n_grad_warmup = n_grad
         done = it + 1
         control[C_PROGRESS] = done
+        control[C_EVALS] = n_grad
+        control[C_WARMUP_EVALS] = n_grad_warmup
     return done, n_grad, n_grad_warmup, step
 
 

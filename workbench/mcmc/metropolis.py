@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import types
 
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
+from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from ..rng import fill_standard_normal
 from .adaptation import stan_regularised_variance, welford_add, welford_reset
 
@@ -36,7 +36,9 @@ N_RISETTINGS = 5
 # float settings
 RF_SCALE, RF_TARGET = range(2)
 N_RFSETTINGS = 2
-STAT_NAMES = ("accept_prob", "accepted", "step_size", "logp")
+STAT_NAMES = ("accept_prob", "accepted", "step_size", "logp", "nan_density")
+# "nan_density" marks a proposal where the density was NaN (rejected like -inf, but a fault of
+# the density, not the edge of its support): Chains.result counts and reports them
 
 
 def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window_ends, draws_out, stats_out, control):
@@ -90,6 +92,7 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
         stats_out[it, 1] = 1.0 if accepted else 0.0
         stats_out[it, 2] = scale
         stats_out[it, 3] = logp
+        stats_out[it, 4] = 1.0 if logp_y != logp_y else 0.0
         if it < n_warmup and adapt:
             t_adapt += 1
             log_scale += (accept_prob - target_accept) / t_adapt**0.6
@@ -115,6 +118,8 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
             n_evals_warmup = n_evals
         done = it + 1
         control[C_PROGRESS] = done
+        control[C_EVALS] = n_evals
+        control[C_WARMUP_EVALS] = n_evals_warmup
     return done, n_evals, n_evals_warmup, scale
 
 
@@ -157,8 +162,10 @@ def _independence_chain(logp_grad, data, x, logq_x, rng, proposals, logq_proposa
         stats_out[it, 1] = 1.0 if accepted else 0.0
         stats_out[it, 2] = 0.0
         stats_out[it, 3] = logp
+        stats_out[it, 4] = 1.0 if logp_y != logp_y else 0.0
         done = it + 1
         control[C_PROGRESS] = done
+        control[C_EVALS] = n_evals
     return done, n_evals, 0, log_w
 
 

@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import TargetError
+from ..errors import TargetError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Cost, Result
 from ..target import Target
@@ -134,6 +134,7 @@ def run_in_threads(
     progress=None,
     description: str = "running",
     threads: int | None = None,
+    errors: dict | None = None,
 ) -> tuple[list, bool]:
     """Run ``run_one(i)`` for every row i of ``controls`` on a thread pool.
 
@@ -141,7 +142,9 @@ def run_in_threads(
     (tasks, 2) int64 array they poll: column ``C_STOP`` is set to stop them, column
     ``C_PROGRESS`` is where they write their progress (for the bar). Returns (outputs in
     task order, interrupted). Ctrl-C stops every task at its next iteration and keeps what
-    was made.
+    was made. A task that raises (the target's density raising part-way, say) stops the
+    others too; with ``errors`` (a dict) its exception is stored there under its index and
+    its output is None, so the caller can keep what the tasks made; without, it is raised.
     """
     tasks = controls.shape[0]
     workers = threads or min(tasks, os.cpu_count() or 1)
@@ -155,13 +158,22 @@ def run_in_threads(
         futures = [pool.submit(run_one, i) for i in range(tasks)]
         try:
             while wait(futures, timeout=0.1).not_done:  # returns as soon as all are done
+                if any(f.done() and f.exception() is not None for f in futures):
+                    controls[:, C_STOP] = 1  # one task failed: the others stop where they are
                 if bar is not None:
                     bar.n = int(controls[:, C_PROGRESS].sum())
                     bar.refresh()
         except KeyboardInterrupt:
             interrupted = True
             controls[:, C_STOP] = 1
-        outputs = [f.result() for f in futures]
+        wait(futures)
+        outputs = []
+        for i, f in enumerate(futures):
+            if f.exception() is not None and errors is not None:
+                errors[i] = f.exception()
+                outputs.append(None)
+            else:
+                outputs.append(f.result())
     if bar is not None:
         bar.n = int(controls[:, C_PROGRESS].sum())
         bar.close()
@@ -228,7 +240,13 @@ class Method:
                 raise ValueError("grad_budget and budget.grad_evals disagree: give one")
             budget = dataclasses.replace(budget, grad_evals=grad_budget)
         seed = resolve_seed(seed)
-        return self._run(target, seed, budget)
+        try:
+            return self._run(target, seed, budget)
+        except Exception as exc:
+            # a bare "division by zero" from deep inside a kernel does not say which run it ended
+            if not isinstance(exc, WorkbenchError) and not getattr(exc, "__notes__", None):
+                exc.add_note(f"raised while {self.name} ran on target {target.name!r} (seed {seed})")
+            raise
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:  # pragma: no cover
         raise NotImplementedError

@@ -20,52 +20,111 @@ draw with p'(x) > M q(x) is a violation: counted, warned, and the result is appr
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import types
 from scipy.special import logsumexp
 
 from ..approximations import StudentT, check_proposal, draw_from
-from ..jit import VEC, target_kernel
+from ..jit import C_PROGRESS, C_STOP, INDEX, VEC, target_kernel
 from ..metrics import kish_ess
 from ..result import Budget, Result
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads
 
 
-def _log_ratios(logp_grad, data, draws, logq, out):
-    """out[i] = log p'(x_i) - log q(x_i); NaN densities give -inf (weight 0). Returns calls made."""
+def _log_ratios(logp_grad, data, draws, logq, out, control):
+    """out[i] = log p'(x_i) - log q(x_i), NaN where the density is NaN (the caller counts
+    those). Polls ``control`` (Ctrl-C) and counts its progress there; returns the draws done."""
     g = np.empty(draws.shape[1])
+    done = 0
     for i in range(draws.shape[0]):
-        lp = logp_grad(draws[i], g, data)
-        out[i] = lp - logq[i] if lp == lp else -math.inf
-    return draws.shape[0]
+        if control[C_STOP] != 0:
+            break
+        out[i] = logp_grad(draws[i], g, data) - logq[i]
+        done = i + 1
+        control[C_PROGRESS] = done
+    return done
 
 
 log_ratios = target_kernel(
-    lambda t: types.int64(t.logp_grad, t.data, types.float64[:, ::1], VEC, VEC)
+    lambda t: types.int64(t.logp_grad, t.data, types.float64[:, ::1], VEC, VEC, INDEX)
 )(_log_ratios)
 
 
-def compute_log_ratios(target: Target, proposal, x: np.ndarray) -> np.ndarray:
-    """log p'(x) - log q(x) for draws x (n, d), with clear errors for a bad proposal."""
+class LogRatios(NamedTuple):
+    """What :func:`evaluate_log_ratios` computed: ``values`` (n,) are log p'(x) - log q(x)
+    with -inf for NaN densities (weight zero), meaningful where ``evaluated``; a run cut short
+    (Ctrl-C, or the density raising: ``error``) evaluated only some draws."""
+
+    values: np.ndarray
+    evaluated: np.ndarray  # bool (n,)
+    n_nan: int  # draws where the density was NaN (among the evaluated)
+    interrupted: bool
+    error: BaseException | None
+
+    def nan_message(self) -> str:
+        n = int(self.evaluated.sum())
+        return (f"NaN density: the target's log density was NaN at {self.n_nan} of {n} draws; they get "
+                "weight zero (NaN is a fault of the density, not the edge of its support: check where it fails)")
+
+
+def _proposal_logpdf(proposal, x: np.ndarray) -> np.ndarray:
     logq = np.ascontiguousarray(np.asarray(proposal.logpdf(x), dtype=float).reshape(-1))
     if logq.shape[0] != x.shape[0]:
         raise ValueError(f"the proposal's logpdf returned {logq.shape[0]} values for {x.shape[0]} points")
     if np.any(np.isnan(logq)) or np.any(logq == math.inf):
         raise ValueError("the proposal's logpdf is NaN or +inf at some of its own draws")
-    out = np.empty(x.shape[0])
-    log_ratios.for_target(target)(target.logp_grad, target.data, x, logq, out)
-    infinite = np.isposinf(out)
-    if infinite.any():
+    return logq
+
+
+def evaluate_log_ratios(target: Target, proposal, x: np.ndarray, *, progress=None, threads: int | None = None,
+                        description: str = "log ratios") -> LogRatios:
+    """log p'(x) - log q(x) for draws x (n, d), on threads in contiguous blocks (the values do
+    not depend on how many). Ctrl-C or an exception in the density stops every block and
+    keeps what was evaluated; NaN densities are counted and get weight zero."""
+    logq = _proposal_logpdf(proposal, x)
+    n = x.shape[0]
+    x = np.ascontiguousarray(x, dtype=float)
+    out = np.full(n, np.nan)
+    kernel = log_ratios.for_target(target)
+    blocks = np.array_split(np.arange(n), max(1, min(threads or os.cpu_count() or 1, n // 256 or 1)))
+    controls = np.zeros((len(blocks), 2), dtype=np.int64)
+    errors: dict = {}
+
+    def run_block(b):
+        rows = slice(blocks[b][0], blocks[b][-1] + 1) if blocks[b].size else slice(0, 0)
+        return kernel(target.logp_grad, target.data, x[rows], logq[rows], out[rows], controls[b])
+
+    _, interrupted = run_in_threads(run_block, controls, max(len(b) for b in blocks), progress, description,
+                                    threads, errors)
+    evaluated = np.zeros(n, dtype=bool)
+    for b, rows in enumerate(blocks):
+        evaluated[rows[: controls[b, C_PROGRESS]]] = True
+    nan = np.isnan(out) & evaluated
+    out[nan] = -math.inf
+    if np.isposinf(out[evaluated]).any():
         raise ValueError(
-            f"{int(infinite.sum())} of {x.shape[0]} importance weights are infinite: the proposal's "
+            f"{int(np.isposinf(out).sum())} of {n} importance weights are infinite: the proposal's "
             "logpdf is -inf where the target has mass; use a proposal with wider support (heavier tails)"
         )
-    return out
+    error = errors[min(errors)] if errors else None
+    return LogRatios(out, evaluated, int(nan.sum()), interrupted, error)
+
+
+def compute_log_ratios(target: Target, proposal, x: np.ndarray) -> np.ndarray:
+    """log p'(x) - log q(x) for draws x (n, d), -inf where the density is NaN, with clear
+    errors for a bad proposal; an exception of the density (or Ctrl-C) is raised."""
+    ratios = evaluate_log_ratios(target, proposal, x, progress=False)
+    if ratios.error is not None:
+        raise ratios.error
+    if ratios.interrupted:
+        raise KeyboardInterrupt
+    return ratios.values
 
 
 def log_evidence(log_w: np.ndarray) -> tuple[float, float]:
@@ -126,15 +185,24 @@ class ImportanceSampling(Method):
     with ``resample="systematic"`` or ``"multinomial"`` it holds n equally weighted draws
     instead (sampling-importance-resampling). ``log_z`` and ``log_z_se`` estimate the
     evidence; ``info`` has Kish's ESS, the Pareto k-hat and the raw log weights.
+
+    The densities are evaluated on ``threads`` (default one per core) with a progress bar
+    (``progress``: None shows it on a terminal). A draw where the density is NaN gets weight
+    zero and is counted in ``result.messages``; Ctrl-C, or an exception raised by the density,
+    stops the run and keeps the draws evaluated before (the message says how many).
     """
 
     proposal: Any = None
     n: int = 4000
     psis: bool = False
     resample: str | None = None
+    progress: bool | None = None
+    threads: int | None = None
 
     def __post_init__(self):
         check_positive_int("n", self.n)
+        if self.threads is not None:
+            check_positive_int("threads", self.threads)
         if self.proposal is not None:
             check_proposal(self.proposal)
         if self.resample not in (None, "multinomial", "systematic"):
@@ -150,29 +218,49 @@ class ImportanceSampling(Method):
         clock = RunClock()
         clock.compile(log_ratios, target)
         x = draw_from(proposal, n, rng, target.dim)
-        log_w = compute_log_ratios(target, proposal, x)
+        ratios = evaluate_log_ratios(target, proposal, x, progress=self.progress, threads=self.threads,
+                                     description=f"{self.name} on {target.name}")
+        messages = []
+        evaluated = ratios.evaluated
+        n_done = int(evaluated.sum())
+        if ratios.error is not None or ratios.interrupted:
+            why = (f"density raised: {ratios.error!r} from the target's density" if ratios.error is not None
+                   else "interrupted by Ctrl-C")
+            note = f"{why}; stopped after {n_done} of {n} draws"
+            if n_done == 0:
+                if ratios.error is None:
+                    raise KeyboardInterrupt
+                ratios.error.add_note(note + ": nothing to keep")
+                raise ratios.error
+            messages.append(f"{note}: the estimates use those {n_done}")
+            warnings.warn(f"{self.name} on {target.name}: {messages[-1]}", RuntimeWarning, stacklevel=3)
+        if ratios.n_nan:
+            messages.append(ratios.nan_message())
+            warnings.warn(f"{self.name} on {target.name}: {messages[-1]}", RuntimeWarning, stacklevel=3)
+        x, log_w = x[evaluated], ratios.values[evaluated]
         if not np.isfinite(log_w).any():
-            raise ValueError(f"every importance weight is zero: the proposal misses target {target.name!r}")
+            raise ValueError(f"every importance weight is zero: the proposal misses target {target.name!r}"
+                             + (f" (the density was NaN at {ratios.n_nan} draws)" if ratios.n_nan else ""))
         log_z, log_z_se = log_evidence(log_w)
         smoothed, khat = pareto_khat(log_w)
         ess = kish_ess(np.exp(log_w - log_w.max()))
         used = smoothed if self.psis else log_w
-        messages = []
         if khat > 0.7:
             messages.append(f"Pareto k-hat {khat:.2f} > 0.7: the importance weights are unreliable")
         if self.resample is not None:
-            idx = resample(used, n, rng, self.resample)
+            idx = resample(used, n_done, rng, self.resample)
             draws, result_lw = x[idx][None], None
         else:
             draws, result_lw = x[None], used[None]
         clock.stop()
         return self.result(
-            target, seed, draws, clock, grad_evals=n,
+            target, seed, draws, clock, grad_evals=n_done,
             log_weights=result_lw,
             log_z=log_z,
             log_z_se=log_z_se,
             messages=messages,
-            info={"ess": ess, "ess_fraction": ess / n, "pareto_k": khat, "log_ratios": log_w, "proposal": proposal},
+            info={"ess": ess, "ess_fraction": ess / n_done, "pareto_k": khat, "log_ratios": log_w,
+                  "proposal": proposal, "nan_density_evals": ratios.n_nan},
         )
 
 

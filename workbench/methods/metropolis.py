@@ -101,8 +101,14 @@ class IndependenceMH(Method):
             lq = np.ascontiguousarray(np.asarray(self.proposal.logpdf(y), dtype=float).reshape(-1))
             if not np.all(np.isfinite(lq)):
                 raise ValueError("the proposal's logpdf is not finite at some of its own draws")
-            target.check_point(y[0], what=f"starting point (a proposal draw) of chain {c}")
-            x0[c], logq0[c] = y[0], lq[0]
+            start, lq_start = y[0], lq[0]
+            for _ in range(100):  # a start where the density is finite: redrawn from q if need be
+                if math.isfinite(target.logp(start)):
+                    break
+                start = draw_from(self.proposal, 1, rng, d)[0]
+                lq_start = float(np.asarray(self.proposal.logpdf(start[None])).reshape(-1)[0])
+            target.check_point(start, what=f"starting point (a proposal draw, tried 100 times) of chain {c}")
+            x0[c], logq0[c] = start, lq_start
             proposals.append(y[1:])
             logq.append(lq[1:])
         run = chains.sample(
@@ -112,5 +118,5 @@ class IndependenceMH(Method):
             ),
             len(K.STAT_NAMES),
         )
-        keep = [0, 1, 3]  # no step size for an independence sampler
+        keep = [0, 1, 3, 4]  # no step size for an independence sampler
         return chains.result(run, [K.STAT_NAMES[k] for k in keep], stat_columns=keep)

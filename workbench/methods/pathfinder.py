@@ -110,6 +110,7 @@ class Pathfinder(Method):
         """Run one path: L-BFGS with the ELBO of each iterate's Gaussian; keep the best."""
         gaussians = P.PathGaussians(target.dim, self.history_size)
         log_ratio_kernel = log_ratios.for_target(target)
+        no_stop = np.zeros(2, dtype=np.int64)  # the kernel's control: this path stops between iterates instead
         out = {"best": None, "elbo": -math.inf, "elbo_trace": [], "skipped": 0, "evals": 0, "best_iter": -1}
 
         def logp_and_grad(x):
@@ -128,7 +129,8 @@ class Pathfinder(Method):
             else:
                 phi, log_q = q.sample_with_logpdf(self.elbo_draws, rng)
                 ratios = np.empty(self.elbo_draws)
-                log_ratio_kernel(target.logp_grad, target.data, np.ascontiguousarray(phi), log_q, ratios)
+                log_ratio_kernel(target.logp_grad, target.data, np.ascontiguousarray(phi), log_q, ratios, no_stop)
+                ratios[np.isnan(ratios)] = -math.inf
                 out["evals"] += self.elbo_draws
                 elbo = float(np.mean(ratios))  # -inf when a draw's density is not finite
                 out["elbo_trace"].append(elbo)

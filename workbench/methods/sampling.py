@@ -17,12 +17,14 @@ one float of its choice).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from ..diagnostics import chain_diagnostics, health_messages
 from ..errors import NonFiniteDensityError, format_point
+from ..jit import C_EVALS, C_PROGRESS, C_WARMUP_EVALS, N_CHAIN_CONTROLS
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int, per_task_budget, run_in_threads
@@ -77,6 +79,7 @@ class ChainRun(NamedTuple):
     warmup_evals: np.ndarray
     last: list  # each kernel's fourth return value (final step size, scale, ...)
     interrupted: bool
+    errors: dict  # chain -> the exception it raised (done and evals count up to its last whole iteration)
 
 
 @dataclass
@@ -113,7 +116,8 @@ class Chains:
         chains, d = len(self.rngs), self.target.dim
         draws = np.zeros((chains, self.n_total, d))
         stats = np.zeros((chains, self.n_total, n_stats))
-        controls = np.zeros((chains, 2), dtype=np.int64)
+        controls = np.zeros((chains, N_CHAIN_CONTROLS), dtype=np.int64)
+        errors: dict = {}
         outputs, interrupted = run_in_threads(
             lambda c: call(c, draws[c], stats[c], controls[c]),
             controls,
@@ -121,13 +125,30 @@ class Chains:
             getattr(self.method, "progress", None),
             f"{self.method.name} on {self.target.name}",
             getattr(self.method, "threads", None),
+            errors,
         )
         self.clock.stop()
+        # a chain that raised left its rows and counts up to its last complete iteration in controls
+        outputs = [o if o is not None else (*(int(v) for v in controls[c, [C_PROGRESS, C_EVALS, C_WARMUP_EVALS]]), np.nan)
+                   for c, o in enumerate(outputs)]
         return ChainRun(
             draws, stats,
             np.array([o[0] for o in outputs]), np.array([o[1] for o in outputs]),
             np.array([o[2] for o in outputs]), [o[3] for o in outputs],
-            interrupted,
+            interrupted, errors,
+        )
+
+    def _raised_message(self, run: ChainRun, kept: int) -> str:
+        c = min(run.errors, key=lambda c: run.done[c])  # the first to fail
+        phase = "warmup" if run.done[c] < self.n_warmup else "sampling"
+        others = sorted(set(run.errors) - {c})
+        return (
+            f"density raised: {run.errors[c]!r} in chain {c} at iteration {run.done[c] + 1} ({phase}), from the "
+            "target's density (the kernels raise nothing themselves)"
+            + (f", and in chain(s) {others} too" if others else "")
+            + (f"; every chain was stopped and the {kept} draws per chain made before are kept" if kept else
+               "; no chain had finished its warmup, so there are no draws to keep" if run.done.min() < self.n_warmup
+               else "; it raised before any draw was made")
         )
 
     def result(self, run: ChainRun, stat_names, *, stat_columns=None, info: dict | None = None) -> Result:
@@ -137,6 +158,27 @@ class Chains:
         stats = run.stats if stat_columns is None else run.stats[..., stat_columns]
         kept = int(max(0, done.min() - n_warmup))
         messages = []
+        if run.errors:
+            messages.append(self._raised_message(run, kept))
+            if kept == 0:
+                exc = next(iter(run.errors.values()))
+                exc.add_note(messages[-1])
+                raise exc
+            warnings.warn(f"{self.method.name} on {self.target.name}: {messages[-1]}", RuntimeWarning, stacklevel=4)
+        stat_names = list(stat_names)
+        if "nan_density" in stat_names:  # counted over the whole run, then dropped from the stats
+            k = stat_names.index("nan_density")
+            n_nan = int(sum(stats[c, : done[c], k].sum() for c in range(len(done))))
+            stats = np.delete(stats, k, axis=-1)
+            del stat_names[k]
+            if n_nan:
+                messages.append(
+                    f"NaN density: the target's log density was NaN at {n_nan} of {int(done.sum())} proposals "
+                    "(rejected as if -inf, but NaN is a fault of the density, not the edge of its support: "
+                    "check where it fails)"
+                )
+                warnings.warn(f"{self.method.name} on {self.target.name}: {messages[-1]}", RuntimeWarning, stacklevel=4)
+            (info := dict(info or {}))["nan_density_evals"] = n_nan
         if run.interrupted:
             messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
         if self.budget.grad_evals is not None and not run.interrupted and (done < draws.shape[1]).any():

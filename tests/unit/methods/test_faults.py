@@ -1,0 +1,138 @@
+"""Faults of the target's density part-way through a run are never silent and lose nothing:
+NaN densities are counted and reported (importance sampling gives them weight zero), an
+exception raised by the density keeps the draws made before it and says where it stopped,
+and Ctrl-C stops importance sampling and keeps what it evaluated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from tests.user_functions import divides_by_zero_beyond, nan_beyond_one_and_half, slow_standard_normal
+
+
+def _target(fn, dim=2, data=()):
+    return wb.Target.from_numba(fn, dim=dim, data=data, check_gradient=False)
+
+
+NAN_TARGET = None
+
+
+def nan_target():
+    global NAN_TARGET
+    if NAN_TARGET is None:
+        NAN_TARGET = _target(nan_beyond_one_and_half)
+    return NAN_TARGET
+
+
+def raising_target(threshold):
+    return _target(divides_by_zero_beyond, data=(np.array([threshold]),))
+
+
+# ------------------------------------------------------------------ NaN densities
+
+
+@pytest.mark.parametrize("method", [
+    wb.methods.RandomWalkMH(warmup=200, draws=1000, progress=False),
+    wb.methods.IndependenceMH(proposal=wb.approximations.Gaussian(np.zeros(2), 0.6 * np.eye(2)), draws=1000),
+])
+def test_metropolis_counts_and_reports_nan_densities(method):
+    with pytest.warns(RuntimeWarning, match="NaN density"):
+        res = method.run(nan_target(), seed=1)
+    n_nan = res.info["nan_density_evals"]
+    assert n_nan > 30
+    (message,) = [m for m in res.messages if m.startswith("NaN density")]
+    assert f"NaN at {n_nan} of " in message
+    assert "nan_density" not in res.stats  # counted, not kept as a per-draw statistic
+    assert "NaN density" in wb.diagnostics.health_flags(res.messages).split(", ")
+    # the same sampler on the same density without the NaN region says nothing
+    clean = method.run(wb.targets.gaussian(2), seed=1)
+    assert clean.info["nan_density_evals"] == 0 and not any("NaN" in m for m in clean.messages)
+
+
+def test_importance_sampling_gives_nan_densities_weight_zero_and_counts_them():
+    proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
+    with pytest.warns(RuntimeWarning, match="NaN density"):
+        res = wb.methods.ImportanceSampling(proposal=proposal, n=4000, progress=False).run(nan_target(), seed=3)
+    x, log_w = res.draws[0], res.log_weights[0]
+    beyond = x[:, 0] > 1.5  # exactly where the density is NaN
+    assert res.info["nan_density_evals"] == beyond.sum() > 100
+    assert np.all(log_w[beyond] == -np.inf) and np.all(np.isfinite(log_w[~beyond]))
+    assert f"NaN at {beyond.sum()} of 4000 draws" in " ".join(res.messages)
+    # q is the target where the density is finite: log Z is log P(x0 <= 1.5) up to Monte Carlo error
+    from scipy.stats import norm
+
+    assert abs(res.log_z - (norm.logcdf(1.5) + np.log(2 * np.pi))) < 4 * res.log_z_se + 0.01
+
+
+# ------------------------------------------------------------------ an exception in the density
+
+
+def test_a_chain_sampler_keeps_its_draws_when_the_density_raises_part_way():
+    method = wb.methods.RandomWalkMH(warmup=0, draws=50_000, adapt=False, scale=0.5, progress=False)
+    with pytest.warns(RuntimeWarning, match="density raised: ZeroDivisionError"):
+        res = method.run(raising_target(3.5), seed=3)
+    (message,) = [m for m in res.messages if m.startswith("density raised")]
+    assert "ZeroDivisionError('division by zero') in chain" in message and "(sampling)" in message
+    kept = res.draws.shape[1]
+    assert 0 < kept < 50_000 and f"the {kept} draws per chain made before are kept" in message
+    assert np.all(res.draws[..., 0] <= 3.5) and np.all(np.isfinite(res.draws))
+    # the cost counts the failed chains' evaluations too (one per iteration for a random walk)
+    assert res.cost.grad_evals >= sum(res.info["iterations_per_chain"])
+
+
+def test_nuts_keeps_its_draws_when_the_density_raises_part_way():
+    # no warmup (its first step-size search throws the chains far out at once)
+    method = wb.methods.NUTS(warmup=0, step_size=0.8, draws=50_000, progress=False, init=np.zeros(2))
+    with pytest.warns(RuntimeWarning, match="density raised"):
+        res = method.run(raising_target(4.0), seed=0)
+    assert 0 < res.draws.shape[1] < 50_000 and np.all(res.draws[..., 0] <= 4.0)
+    assert res.cost.grad_evals > res.draws.shape[1] * 4
+
+
+def test_a_density_that_raises_in_warmup_raises_and_says_so():
+    with pytest.raises(ZeroDivisionError) as info:
+        wb.methods.NUTS(warmup=500, draws=100, progress=False).run(raising_target(2.0), seed=0)
+    assert "no chain had finished its warmup" in " ".join(info.value.__notes__)
+    with pytest.raises(ZeroDivisionError) as info:
+        wb.methods.NUTS(warmup=0, step_size=5.0, draws=100, progress=False).run(raising_target(1.0), seed=0)
+    assert "before any draw was made" in " ".join(info.value.__notes__)
+
+
+def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised():
+    proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
+    method = wb.methods.ImportanceSampling(proposal=proposal, n=4000, progress=False, threads=1)
+    with pytest.warns(RuntimeWarning, match="density raised"):
+        res = method.run(raising_target(2.5), seed=5)
+    # one block (threads=1): exactly the draws before the first one beyond 2.5
+    x_all = proposal.sample(4000, wb.methods.base.chain_rngs(5, 1)[0])
+    first = int(np.argmax(x_all[:, 0] > 2.5))
+    assert res.draws.shape[1] == res.cost.grad_evals == first > 0
+    np.testing.assert_array_equal(res.draws[0], x_all[:first])
+    assert f"stopped after {first} of 4000 draws" in " ".join(res.messages)
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+
+def test_ctrl_c_stops_importance_sampling_and_keeps_what_it_evaluated():
+    t = _target(slow_standard_normal, data=(np.array([2.0e4]),))
+    proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
+    wb.methods.ImportanceSampling(proposal=proposal, n=10, progress=False).run(t, seed=0)  # compiled first
+    method = wb.methods.ImportanceSampling(proposal=proposal, n=400_000, progress=False)
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.warns(RuntimeWarning, match="interrupted by Ctrl-C"):
+            res = method.run(t, seed=0)
+    finally:
+        timer.cancel()
+    n = res.draws.shape[1]
+    assert 0 < n < 400_000 and res.cost.grad_evals == n
+    assert np.all(np.isfinite(res.log_weights)) and np.isfinite(res.log_z)
+    assert f"stopped after {n} of 400000 draws" in " ".join(res.messages)
