@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,10 +209,15 @@ class Result:
         sample_stats, traces = {}, {}
         for name, arr in self.stats.items():
             a = np.asarray(arr)
-            if a.shape[:2] == shape and a.ndim == 2:
+            if a.ndim >= 2 and a.shape[:2] == shape:
                 sample_stats[ARVIZ_STAT_NAMES.get(name, name)] = a
             elif a.ndim == 1:
                 traces[name] = a
+            else:
+                warnings.warn(
+                    f"to_arviz: stats[{name!r}] has shape {a.shape}, not (chains, draws) = {shape} (or a 1-d trace): "
+                    "left out of the DataTree", UserWarning, stacklevel=2,
+                )
         if self.log_weights is not None:
             sample_stats["log_weight"] = self.log_weights
         if sample_stats:
@@ -236,7 +242,9 @@ class Result:
             save_warmup=True,
         )
         if traces:
-            ds = xr.Dataset({k: ("iteration", v) for k, v in traces.items()})
+            # traces of another length than the first (a fit's restarts, say) get a dim of their own
+            n_first = len(next(iter(traces.values())))
+            ds = xr.Dataset({k: ("iteration" if len(v) == n_first else f"{k}_iteration", v) for k, v in traces.items()})
             tree["optimization"] = xr.DataTree(ds)
         return tree
 

@@ -263,6 +263,11 @@ class Target:
             _compile_for(
                 self.logp_grad_batch, jit.logp_grad_batch_signature(dtype), "logp_grad_batch"
             )
+        # Kernels index without bounds checks: a function that reads or writes past its arrays
+        # (a dim larger than its data) would corrupt memory there, so whatever ``validate``
+        # says, a user's function is called once, bounds-checked, before any kernel runs.
+        if not _is_library_function(self.logp_grad):
+            _bounds_checked_call(self, self.logp_grad)
 
     # -- convenience -------------------------------------------------------------------
 
@@ -518,27 +523,48 @@ def _finite_difference_logp_grad(logp, rel_step: float):
     return logp_grad
 
 
-def _validate_user_function(target: Target, logp_only=None) -> None:
-    """Call the user's function once, bounds-checked, at the initial point."""
-    fn = logp_only if logp_only is not None else target.logp_grad
-    checked = numba.njit(boundscheck=True)(fn.py_func)
+def _is_library_function(fn) -> bool:
+    """The workbench's own densities (built-in targets, PyMC wrappers) are tested; a user's are checked."""
+    module = getattr(getattr(fn, "py_func", fn), "__module__", "") or ""
+    return module == "workbench" or module.startswith("workbench.")
+
+
+@functools.cache
+def _bounds_checked(py_func):
+    """A bounds-checked compile of a user's function (not cached on disk: Numba's cache index
+    does not tell it apart from the unchecked one)."""
+    return numba.njit(boundscheck=True)(py_func)
+
+
+def _bounds_checked_call(target: Target, fn, logp_only: bool = False):
+    """Call ``fn`` once at the initial point through a bounds-checked copy of itself: an index
+    out of range is a :class:`TargetError` instead of silent memory reads and writes in a
+    kernel. Returns (value, gradient), or None when the call raised something else (left to
+    the validation and the runs to report)."""
+    checked = _bounds_checked(fn.py_func)
     x = target.initial_point.copy()
     g = np.full(target.dim, np.nan)
     try:
-        if logp_only is not None:
-            value = checked(x, target.data)
-        else:
-            value = checked(x, g, target.data)
-    except ArithmeticError:
-        # a division by zero at the initial point: reported with the point by check_point
-        target.check_point(target.initial_point, what="initial point")
-        raise
+        value = checked(x, target.data) if logp_only else checked(x, g, target.data)
     except IndexError as exc:
         raise TargetError(
-            f"{'logp' if logp_only is not None else 'logp_grad'} of target {target.name!r} "
+            f"{'logp' if logp_only else 'logp_grad'} of target {target.name!r} "
             f"indexes out of range when called with dim={target.dim} and its data "
-            f"(theta and grad_out have {target.dim} entries): is dim right? ({exc})"
+            f"(theta and grad_out have {target.dim} entries; data shapes "
+            f"{[np.shape(a) for a in target.data]}): is dim right? ({exc})"
         ) from exc
+    except Exception:
+        return None
+    return value, g
+
+
+def _validate_user_function(target: Target, logp_only=None) -> None:
+    """Call the user's function once, bounds-checked, at the initial point."""
+    fn = logp_only if logp_only is not None else target.logp_grad
+    called = _bounds_checked_call(target, fn, logp_only=logp_only is not None)
+    if called is None:  # it raised: check_point names the point (or raises it plainly)
+        target.check_point(target.initial_point, what="initial point")
+    value, g = called
     if not isinstance(value, (float, int, np.floating, np.integer)):
         raise TargetError(
             f"logp_grad of target {target.name!r} returned {type(value).__name__}; it must "

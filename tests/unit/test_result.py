@@ -84,3 +84,17 @@ def test_budget_validation():
         Budget(draws=2.5)
 
 
+
+
+def test_a_stat_of_the_wrong_shape_is_left_out_with_a_warning_naming_it():
+    rng = np.random.default_rng(2)
+    stats = {"accept_prob": rng.uniform(size=(4, 300)), "energy": rng.normal(size=(4, 299)),
+             "per_coordinate": rng.normal(size=(4, 300, 3)), "elbo": np.zeros(50), "restarts_elbo": np.zeros(7)}
+    with pytest.warns(UserWarning, match=r"stats\['energy'\] has shape \(4, 299\), not \(chains, draws\) = \(4, 300\)"):
+        tree = _result(stats=stats).to_arviz()
+    ss = tree.sample_stats
+    assert "energy" not in ss and ss["acceptance_rate"].shape == (4, 300)
+    assert ss["per_coordinate"].shape == (4, 300, 3)  # a vector per draw is kept
+    # traces of different lengths each keep their own dim (they made xarray raise)
+    assert tree["optimization"]["elbo"].dims == ("iteration",)
+    assert tree["optimization"]["restarts_elbo"].shape == (7,)

@@ -103,7 +103,8 @@ def evaluate(
         (``Truth.source == "reference"``); else, for a target without a truth, the target's
         reference posterior (``wb.reference(target)``: loaded from its cache, or run and
         cached), with a warning when it fails posteriordb's standard. False: no reference
-        (metrics that need one are NaN).
+        (metrics that need one are NaN). Rows with NaN or inf are left out, with a warning
+        and the row's ``reference_warning`` saying how many.
     n_reference : int, optional
         Exact reference draws to generate (default: twice the result's draws, at least
         4,000 and at most 20,000, capped at 200 MB).
@@ -142,6 +143,17 @@ def evaluate(
         reference = np.asarray(reference, dtype=float)
         if reference.ndim != 2 or reference.shape[1] != target.dim:
             raise ValueError(f"reference must be (n, {target.dim}), got {reference.shape}")
+
+    if reference is not None:
+        bad = ~np.all(np.isfinite(reference), axis=1)
+        if bad.all():
+            raise ValueError(f"every row of the reference draws for {target.name!r} has NaN or inf: nothing to score against")
+        if bad.any():  # one NaN row would turn every metric into NaN without a word
+            note = (f"{int(bad.sum())} of {bad.size} reference rows have NaN or inf: left out, the scores use "
+                    f"the other {int((~bad).sum())}")
+            warnings.warn(f"evaluate on {target.name!r}: {note}", UserWarning, stacklevel=2)
+            row["reference_warning"] = note
+            reference = reference[~bad]
 
     true_mean = truth.mean if truth is not None and truth.mean is not None else None
     true_sd = truth.sd if truth is not None and truth.sd is not None else None

@@ -139,3 +139,19 @@ def test_a_result_without_draws_scores_nan_not_an_error():
     row = metrics.evaluate(res, t)
     assert row["n_draws"] == 0 and row["grad_evals"] >= 200
     assert all(math.isnan(row[k]) for k in ("mean_err_max", "w1_mean", "sliced_w1", "ess_bulk_min"))
+
+
+def test_nan_rows_in_the_reference_are_left_out_with_a_warning_in_the_row():
+    t = wb.targets.logistic_regression(n_data=30, dim=2)
+    x = np.random.default_rng(0).normal(size=(1, 400, 2))
+    res = Result("R", t.name, x, Cost(), t.param_names)
+    ref = np.random.default_rng(1).normal(size=(4000, 2))
+    clean = metrics.evaluate(res, t, reference=ref)
+    ref[[5, 17], 1] = np.nan
+    ref[99, 0] = np.inf
+    with pytest.warns(UserWarning, match="3 of 4000 reference rows have NaN or inf"):
+        row = metrics.evaluate(res, t, reference=ref)
+    assert row["reference_warning"].startswith("3 of 4000 reference rows") and "reference_warning" not in clean
+    assert np.isfinite(row["w1_max"]) and abs(row["w1_max"] - clean["w1_max"]) < 0.01
+    with pytest.raises(ValueError, match="every row of the reference draws"):
+        metrics.evaluate(res, t, reference=np.full((10, 2), np.nan))
