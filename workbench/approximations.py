@@ -26,6 +26,32 @@ def check_proposal(proposal) -> None:
         )
 
 
+def _float_array(name: str, value, ndim: int | None = None) -> np.ndarray:
+    """``value`` as a float array, or a ValueError naming ``name`` (not NumPy's own words)."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {value!r}") from None
+    if ndim == 1:
+        if a.ndim > 1 and a.size != max(a.shape):
+            raise ValueError(f"{name} must be a vector (1-d), got an array of shape {a.shape}")
+        a = a.ravel()
+    return a
+
+
+def _points(x, dim: int) -> np.ndarray:
+    """Points to evaluate a density at: (n, dim) (one point (dim,) is n = 1)."""
+    x = np.atleast_2d(_float_array("x", x))
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise ValueError(f"x must have shape (n, {dim}) (or ({dim},) for one point), got {np.shape(x)}")
+    return x
+
+
+def _check_count(n) -> None:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be an integer >= 0 (how many draws), got {n!r}")
+
+
 def draw_from(proposal, n: int, rng: np.random.Generator, dim: int) -> np.ndarray:
     """(n, dim) draws from a proposal with ``sample(n, rng)`` or scipy's ``rvs``."""
     if hasattr(proposal, "sample"):
@@ -45,14 +71,20 @@ class Gaussian:
     """
 
     def __init__(self, mean, cov):
-        self.mean = np.asarray(mean, dtype=float).ravel()
-        self.cov = np.atleast_2d(np.asarray(cov, dtype=float))
+        self.mean = _float_array("mean", mean, ndim=1)
+        self.cov = np.atleast_2d(_float_array("cov", cov))
         d = self.mean.size
         if self.cov.shape != (d, d):
-            raise ValueError(f"cov has shape {self.cov.shape}, expected ({d}, {d})")
+            raise ValueError(f"cov has shape {self.cov.shape}, expected ({d}, {d}) for a mean of {d} values")
         if not (np.all(np.isfinite(self.mean)) and np.all(np.isfinite(self.cov))):
             raise ValueError("mean and cov of a Gaussian must be finite (they hold NaN or inf)")
-        self.chol = linalg.cholesky(self.cov, lower=True)
+        try:
+            self.chol = linalg.cholesky(self.cov, lower=True)
+        except linalg.LinAlgError:
+            raise ValueError(
+                f"cov is not positive definite (its smallest eigenvalue is {np.linalg.eigvalsh(self.cov).min():.3g}): "
+                "a Gaussian needs a symmetric positive definite covariance"
+            ) from None
         self._log_norm = -0.5 * d * math.log(2 * math.pi) - np.sum(np.log(np.diag(self.chol)))
 
     @property
@@ -64,11 +96,12 @@ class Gaussian:
         return np.sqrt(np.diag(self.cov))
 
     def logpdf(self, x) -> np.ndarray:
-        x = np.atleast_2d(np.asarray(x, dtype=float))
+        x = _points(x, self.dim)
         z = linalg.solve_triangular(self.chol, (x - self.mean).T, lower=True)
         return self._log_norm - 0.5 * np.sum(z * z, axis=0)
 
     def sample(self, n: int, rng=None) -> np.ndarray:
+        _check_count(n)
         rng = np.random.default_rng(rng)
         return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
 
@@ -88,7 +121,7 @@ class StudentT(Gaussian):
 
     def __init__(self, mean, scale, df: float = 5.0):
         super().__init__(mean, scale)
-        if not df > 0:
+        if isinstance(df, bool) or not isinstance(df, (int, float, np.integer, np.floating)) or not df > 0:
             raise ValueError(f"df must be > 0, got {df}")
         self.df = float(df)
         self.scale = self.cov
@@ -100,12 +133,13 @@ class StudentT(Gaussian):
         )
 
     def logpdf(self, x) -> np.ndarray:
-        x = np.atleast_2d(np.asarray(x, dtype=float))
+        x = _points(x, self.dim)
         z = linalg.solve_triangular(self.chol, (x - self.mean).T, lower=True)
         q = np.sum(z * z, axis=0)
         return self._log_norm - 0.5 * (self.df + self.dim) * np.log1p(q / self.df)
 
     def sample(self, n: int, rng=None) -> np.ndarray:
+        _check_count(n)
         rng = np.random.default_rng(rng)
         z = rng.standard_normal((n, self.dim)) @ self.chol.T
         w = rng.chisquare(self.df, size=n) / self.df
@@ -127,16 +161,17 @@ class GaussianMixture:
     """
 
     def __init__(self, weights, means, scales):
-        self.weights = np.asarray(weights, dtype=float).ravel()
-        self.means = np.atleast_2d(np.asarray(means, dtype=float))
-        self.scales = np.atleast_2d(np.asarray(scales, dtype=float))
+        self.weights = _float_array("weights", weights, ndim=1)
+        self.means = np.atleast_2d(_float_array("means", means))
+        self.scales = np.atleast_2d(_float_array("scales", scales))
         k = self.weights.size
         if self.means.shape[0] != k or self.scales.shape != self.means.shape:
             raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, scales {self.scales.shape} disagree")
         if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.scales))):
             raise ValueError("weights, means and scales of a mixture must be finite (they hold NaN or inf)")
         if np.any(self.scales <= 0) or np.any(self.weights < 0):
-            raise ValueError("scales must be positive and weights non-negative")
+            raise ValueError(f"scales must be positive and weights non-negative, got weights {self.weights} and "
+                             f"scales from {self.scales.min():.3g} to {self.scales.max():.3g}")
         self.weights = self.weights / self.weights.sum()
 
     @property
@@ -160,13 +195,14 @@ class GaussianMixture:
         return np.sqrt(self.weights @ (self.scales**2 + self.means**2) - self.mean**2)
 
     def logpdf(self, x) -> np.ndarray:
-        x = np.atleast_2d(np.asarray(x, dtype=float))
+        x = _points(x, self.dim)
         z = (x[:, None, :] - self.means) / self.scales
         comp = -0.5 * np.sum(z * z, axis=2) - np.sum(np.log(self.scales), axis=1) - 0.5 * self.dim * math.log(2 * math.pi)
         with np.errstate(divide="ignore"):
             return special.logsumexp(comp + np.log(self.weights), axis=1)
 
     def sample(self, n: int, rng=None) -> np.ndarray:
+        _check_count(n)
         rng = np.random.default_rng(rng)
         comp = rng.choice(self.weights.size, size=n, p=self.weights)
         return self.means[comp] + self.scales[comp] * rng.standard_normal((n, self.dim))

@@ -47,8 +47,12 @@ class Budget:
     def __post_init__(self):
         for name in ("grad_evals", "draws", "steps"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
-                raise ValueError(f"Budget.{name} must be a positive integer or None, got {v!r}")
+            if v is None:
+                continue
+            whole = isinstance(v, (int, np.integer)) or (isinstance(v, (float, np.floating)) and math.isfinite(v) and v == int(v))
+            if isinstance(v, (bool, np.bool_)) or not whole or v < 1:
+                raise ValueError(f"Budget.{name} (grad_budget for grad_evals) must be a positive integer or None, got {v!r}")
+            object.__setattr__(self, name, int(v))
 
 
 @dataclass

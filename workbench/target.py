@@ -113,9 +113,15 @@ def _normalise_data(data) -> tuple:
         )
     out = []
     for i, item in enumerate(data):
-        arr = np.asarray(item)
-        if arr.dtype == object:
-            raise TargetError(f"data[{i}] is not a numeric array (dtype object)")
+        try:
+            arr = np.asarray(item)
+        except ValueError:  # NumPy: "setting an array element with a sequence ... inhomogeneous"
+            raise TargetError(f"data[{i}] is not a rectangular array (rows of different lengths)") from None
+        if arr.dtype == object or arr.dtype.kind not in "fiub":
+            raise TargetError(
+                f"data[{i}] is not a numeric array (dtype {arr.dtype}): data items must hold numbers "
+                "(floats become float64, integers and booleans int64)"
+            )
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float64, copy=False)
         elif arr.dtype.kind in "iub":
@@ -214,6 +220,8 @@ class Target:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
+        if not isinstance(self.name, str) or not self.name:
+            raise TargetError(f"name must be a non-empty string, got {self.name!r}")
         if isinstance(self.dim, bool) or not isinstance(self.dim, (int, np.integer)):
             raise TargetError(f"dim must be an integer, got {self.dim!r}")
         if self.dim < 1:
@@ -232,6 +240,8 @@ class Target:
         if self.param_names is None:
             set_("param_names", tuple(f"theta[{i}]" for i in range(self.dim)))
         else:
+            if isinstance(self.param_names, str) or not hasattr(self.param_names, "__iter__"):
+                raise TargetError(f"param_names must be a list of {self.dim} names, got {self.param_names!r}")
             names = tuple(str(n) for n in self.param_names)
             if len(names) != self.dim:
                 raise TargetError(f"{len(names)} param_names given for dim={self.dim}")
@@ -239,12 +249,22 @@ class Target:
         if self.initial_point is None:
             set_("initial_point", np.zeros(self.dim))
         else:
-            x0 = np.ascontiguousarray(self.initial_point, dtype=np.float64)
+            try:
+                x0 = np.ascontiguousarray(self.initial_point, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TargetError(f"initial_point must be {self.dim} numbers, got {self.initial_point!r}") from None
             if x0.shape != (self.dim,):
                 raise TargetError(
                     f"initial_point has shape {x0.shape}, expected ({self.dim},) for dim={self.dim}"
                 )
             set_("initial_point", x0)
+        if self.truth is not None:
+            if not isinstance(self.truth, Truth):
+                raise TargetError(f"truth must be a wb.Truth (or None), got {type(self.truth).__name__}")
+            for key in ("mean", "sd"):
+                value = getattr(self.truth, key)
+                if value is not None and np.shape(value) != (self.dim,):
+                    raise TargetError(f"truth.{key} has shape {np.shape(value)}, expected ({self.dim},) for dim={self.dim}")
         if self.logp_grad_batch is not None and (self.n_data is None or self.n_data < 1):
             raise TargetError("a target with logp_grad_batch must give n_data >= 1")
         set_("spec", dict(self.spec) if self.spec is not None else {"factory": "custom"})
@@ -420,6 +440,8 @@ class Target:
         ...     return -0.5 * s
         >>> t = Target.from_numba(logp_grad, dim=3, data=(np.ones(3),), name="iso")
         """
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TargetError(f"dim must be an integer, got {dim!r}")
         target = cls(
             name=name,
             dim=dim,
@@ -651,6 +673,8 @@ def check_gradient(
     rel_step : float
         Finite-difference step relative to max(1, |theta_k|).
     """
+    if not isinstance(target, Target):
+        raise TargetError(f"check_gradient needs a workbench Target, got {type(target).__name__}")
     if not (isinstance(rel_step, (int, float, np.floating)) and 0.0 < rel_step < 1.0):
         raise TargetError(f"rel_step must be a number in (0, 1), got {rel_step!r}")
     rng = np.random.default_rng(seed)
@@ -659,9 +683,12 @@ def check_gradient(
             points = target.truth.sample(n_points, rng)
         else:
             points = target.initial_point + rng.standard_normal((n_points, target.dim))
-    pts = np.atleast_2d(np.asarray(points, dtype=float))
-    if pts.shape[1] != target.dim:
-        raise TargetError(f"points have {pts.shape[1]} columns, target dim is {target.dim}")
+    try:
+        pts = np.atleast_2d(np.asarray(points, dtype=float))
+    except (TypeError, ValueError):
+        raise TargetError(f"points must be an array (n, {target.dim}) of numbers, got {points!r}") from None
+    if pts.ndim != 2 or pts.shape[1] != target.dim:
+        raise TargetError(f"points must have shape (n, {target.dim}) or ({target.dim},), got {np.shape(points)}")
     errors = np.empty(len(pts))
     worst = (-1.0, 0, 0)
     for i, p in enumerate(pts):

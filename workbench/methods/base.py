@@ -183,9 +183,54 @@ def run_in_threads(
 # ------------------------------------------------------------------------------ the method
 
 
+_KINDS = {  # a setting's annotation -> (accepts(value), what it must be)
+    "int": (lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)), "an integer"),
+    "float": (lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)),
+              "a number"),
+    "bool": (lambda v: isinstance(v, (bool, np.bool_)), "True or False"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def check_setting_types(method) -> None:
+    """ValueError naming the setting when a value has the wrong type for its annotation
+    (``int``, ``float``, ``bool``, ``str``, each optionally ``| None``): without this a string
+    where a number belongs fails later as "'<' not supported between 'float' and 'str'"."""
+    for f in dataclasses.fields(method):
+        kinds = [k.strip() for k in str(f.type).split("|")]
+        value = getattr(method, f.name)
+        if value is None and "None" in kinds:
+            continue
+        known = [k for k in kinds if k in _KINDS]
+        if not known or len(known) != len([k for k in kinds if k != "None"]):
+            continue  # Any, unions with other types: the method checks those itself
+        if not any(_KINDS[k][0](value) for k in known):
+            what = " or ".join(_KINDS[k][1] for k in known) + (" (or None)" if "None" in kinds else "")
+            raise ValueError(f"{type(method).__name__}: {f.name} must be {what}, got {value!r} ({type(value).__name__})")
+
+
 @dataclass(frozen=True)
 class Method:
-    """Base class: subclasses are frozen dataclasses of settings implementing ``_run``."""
+    """Base class: subclasses are frozen dataclasses of settings implementing ``_run``.
+
+    Every setting's type is checked against its annotation before the subclass's own
+    ``__post_init__`` checks its range (see :func:`check_setting_types`).
+    """
+
+    def __post_init__(self):
+        check_setting_types(self)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "_checks_types", False):
+            def __post_init__(self, _own=own):
+                check_setting_types(self)
+                _own(self)
+
+            __post_init__._checks_types = True
+            __post_init__.__doc__ = own.__doc__
+            cls.__post_init__ = __post_init__
 
     @property
     def name(self) -> str:

@@ -288,6 +288,9 @@ class RejectionSampling(Method):
         check_proposal(self.proposal)
         check_positive_int("n", self.n)
         check_positive_int("pilot", self.pilot)
+        check_positive_int("batch", self.batch)
+        if not (self.pilot_margin >= 0 and math.isfinite(self.pilot_margin)):
+            raise ValueError(f"pilot_margin must be a finite number >= 0 (added to the pilot's log M), got {self.pilot_margin!r}")
         check_positive_int("max_proposals", self.max_proposals)
         if self.log_m is not None and not math.isfinite(self.log_m):
             raise ValueError(f"log_m must be finite, got {self.log_m!r}")

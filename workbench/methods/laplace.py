@@ -67,8 +67,14 @@ class Laplace(Method):
     def __post_init__(self):
         check_positive_int("starts", self.starts, minimum=0)
         check_positive_int("draws", self.draws)
-        if not self.regularize >= 0:
-            raise ValueError(f"regularize must be >= 0, got {self.regularize!r}")
+        if not (self.regularize >= 0 and math.isfinite(self.regularize)):
+            raise ValueError(f"regularize must be a finite number >= 0, got {self.regularize!r}")
+        if not (self.start_scale > 0 and math.isfinite(self.start_scale)):
+            raise ValueError(f"start_scale must be a finite number > 0, got {self.start_scale!r}")
+        if not (0 < self.rel_step < 1):
+            raise ValueError(f"rel_step must lie in (0, 1), got {self.rel_step!r}")
+        if not (self.gtol > 0 and math.isfinite(self.gtol)):
+            raise ValueError(f"gtol must be a finite number > 0, got {self.gtol!r}")
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]

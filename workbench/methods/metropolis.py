@@ -90,6 +90,8 @@ class IndependenceMH(Method):
         check_positive_int("chains", self.chains)
         check_positive_int("warmup", self.warmup, minimum=0)
         check_positive_int("draws", self.draws)
+        if self.threads is not None:
+            check_positive_int("threads", self.threads)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         chains = start_chains(self, K.independence_chain, target, seed, budget)

@@ -398,8 +398,13 @@ class NN4Post(Method):
         ]:
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
-        if not self.r > 0:
-            raise ValueError(f"r must be > 0, got {self.r!r}")
+        if not (self.r > 0 and math.isfinite(self.r)):
+            raise ValueError(f"r must be a finite number > 0, got {self.r!r}")
+        if not (self.r_start > 0 and math.isfinite(self.r_start)):
+            raise ValueError(f"r_start must be a finite number > 0, got {self.r_start!r}")
+        for name in ("r_warm", "r_ramp"):  # fractions of the steps
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} is a fraction of the steps in [0, 1], got {getattr(self, name)!r}")
         if self.batch_size is not None:
             check_positive_int("batch_size", self.batch_size)
         if not (self.init_scale > 0 and math.isfinite(self.init_scale)):

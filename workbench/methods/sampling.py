@@ -17,6 +17,7 @@ one float of its choice).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 import warnings
 from typing import Any, Callable, NamedTuple
 
@@ -248,8 +249,8 @@ class ChainSampler(Method):
         check_positive_int("chains", self.chains)
         check_positive_int("warmup", self.warmup, minimum=0)
         check_positive_int("draws", self.draws)
-        if not self.init_jitter >= 0:
-            raise ValueError(f"init_jitter must be >= 0, got {self.init_jitter!r}")
+        if not (self.init_jitter >= 0 and math.isfinite(self.init_jitter)):
+            raise ValueError(f"init_jitter must be a finite number >= 0, got {self.init_jitter!r}")
         if self.threads is not None:
             check_positive_int("threads", self.threads)
 

@@ -109,6 +109,15 @@ def evaluate(
         Exact reference draws to generate (default: twice the result's draws, at least
         4,000 and at most 20,000, capped at 200 MB).
     """
+    if not isinstance(result, Result):
+        raise TypeError(f"evaluate needs a Result (what method.run returns) as result, got {type(result).__name__}")
+    if not isinstance(target, Target):
+        raise TypeError(f"evaluate needs a workbench Target as target, got {type(target).__name__}")
+    if isinstance(n_projections, bool) or not isinstance(n_projections, (int, np.integer)) or n_projections < 1:
+        raise ValueError(f"n_projections must be an integer >= 1, got {n_projections!r}")
+    if n_reference is not None and (isinstance(n_reference, bool) or not isinstance(n_reference, (int, np.integer))
+                                    or n_reference < 1):
+        raise ValueError(f"n_reference must be an integer >= 1 (or None), got {n_reference!r}")
     if result.dim != target.dim:
         raise ValueError(f"result has dim {result.dim}, target {target.name!r} has dim {target.dim}")
     row = dict.fromkeys(METRIC_KEYS, math.nan)
@@ -140,7 +149,11 @@ def evaluate(
         n_reference = max(500, min(n_reference, _REFERENCE_FLOATS // target.dim))
         reference = reference_draws(target, n_reference, seed)
     else:
-        reference = np.asarray(reference, dtype=float)
+        try:
+            reference = np.asarray(reference, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"reference must be an array (n, {target.dim}) of draws, a Reference, False or None; "
+                             f"got {type(reference).__name__}") from None
         if reference.ndim != 2 or reference.shape[1] != target.dim:
             raise ValueError(f"reference must be (n, {target.dim}), got {reference.shape}")
 

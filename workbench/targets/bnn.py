@@ -190,6 +190,10 @@ def bnn(
     (1 -> 10 -> 1) has d = 31 parameters. The initial point is small random weights
     (N(0, 0.1^2), seeded): all-zero weights are a saddle of the posterior.
     """
+    if isinstance(widths, (int, np.integer)):
+        widths = (widths,)
+    if isinstance(widths, str) or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths):
+        raise TargetError(f"widths must be a list of positive integers (units per hidden layer), got {widths!r}")
     widths = tuple(int(w) for w in widths)
     if any(w < 1 for w in widths):
         raise TargetError(f"widths must be positive integers, got {widths}")

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
@@ -78,6 +79,8 @@ def eight_schools_centered_logp_grad(theta, grad_out, data):
 
 def eight_schools(centered: bool = False) -> Target:
     """The eight schools posterior, non-centred (default) or centred; d = 10, no closed-form truth."""
+    if not isinstance(centered, (bool, np.bool_)):
+        raise TargetError(f"centered must be True or False, got {centered!r}")
     form = "centered" if centered else "noncentered"
     names = ("mu", "log_tau") + tuple(f"{'theta' if centered else 'eta'}[{j}]" for j in range(Y.size))
     return Target(

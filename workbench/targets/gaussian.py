@@ -84,6 +84,8 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
         raise TargetError(f"dim must be an integer >= 1, got {dim!r}")
     dim = int(dim)
     s = _resolve_scales(dim, scales)
+    if isinstance(correlation, bool) or not isinstance(correlation, (int, float, np.integer, np.floating)):
+        raise TargetError(f"correlation must be a number in (-1/(d-1), 1), got {correlation!r}")
     rho = float(correlation)
     lower = -1.0 / (dim - 1) if dim > 1 else -math.inf
     if dim == 1 and rho != 0.0:
@@ -93,7 +95,10 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
             f"correlation={rho} is outside (-1/(d-1), 1) = ({lower:.4g}, 1) for d={dim}: "
             "the equicorrelation matrix would not be positive definite"
         )
-    m = np.zeros(dim) if mean is None else np.asarray(mean, dtype=float)
+    try:
+        m = np.zeros(dim) if mean is None else np.asarray(mean, dtype=float)
+    except (TypeError, ValueError):
+        raise TargetError(f"mean must be {dim} numbers, got {mean!r}") from None
     if m.shape != (dim,):
         raise TargetError(f"mean has shape {m.shape}, expected ({dim},)")
     if not np.all(np.isfinite(m)):
