@@ -8,14 +8,18 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
 
-from . import approximations, methods, metrics, posteriors, targets
-from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, WorkbenchError
-from .references import Reference, reference
-from .result import Budget, Cost, Result
-from .target import GradientCheck, Target, Truth, check_gradient
-
+# Names are imported on first use (PEP 562): ``import workbench`` alone costs a few
+# milliseconds instead of a second (SciPy, Numba, ArviZ), so the command line and the study
+# workers pay only for what they use.
+_NAMES = {
+    "NonFiniteDensityError": "errors", "SlowGradientWarning": "errors", "TargetError": "errors",
+    "WorkbenchError": "errors", "CacheWarning": "errors",
+    "Reference": "references", "reference": "references",
+    "Budget": "result", "Cost": "result", "Result": "result",
+    "GradientCheck": "target", "Target": "target", "Truth": "target", "check_gradient": "target",
+}
 
 
 def compare(target, **kwargs):
@@ -27,10 +31,34 @@ def compare(target, **kwargs):
     return _compare(target, **kwargs)
 
 
-try:
-    __version__ = version("workbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workbench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def __getattr__(name: str):
+    if name == "__version__":
+        value = _version()
+    elif name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    else:  # a submodule: wb.targets, wb.methods, wb.metrics, wb.diagnostics, ...
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'workbench' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Budget",

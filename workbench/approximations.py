@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg, special, stats
+from scipy import linalg
+
+from .numerics import norm
 
 
 def check_proposal(proposal) -> None:
@@ -106,7 +108,7 @@ class Gaussian:
         return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
 
     def marginal_pdf(self, k: int, x) -> np.ndarray:
-        return stats.norm.pdf(x, self.mean[k], math.sqrt(self.cov[k, k]))
+        return norm().pdf(x, self.mean[k], math.sqrt(self.cov[k, k]))
 
     def __repr__(self) -> str:
         return f"Gaussian(dim={self.dim})"
@@ -127,8 +129,10 @@ class StudentT(Gaussian):
         self.scale = self.cov
         self.cov = self.scale * (df / (df - 2.0)) if df > 2 else np.full_like(self.scale, np.inf)
         d = self.dim
+        from scipy.special import gammaln
+
         self._log_norm = (
-            special.gammaln(0.5 * (df + d)) - special.gammaln(0.5 * df)
+            gammaln(0.5 * (df + d)) - gammaln(0.5 * df)
             - 0.5 * d * math.log(df * math.pi) - np.sum(np.log(np.diag(self.chol)))
         )
 
@@ -146,7 +150,9 @@ class StudentT(Gaussian):
         return self.mean + z / np.sqrt(w)[:, None]
 
     def marginal_pdf(self, k: int, x) -> np.ndarray:
-        return stats.t.pdf(x, self.df, self.mean[k], math.sqrt(self.scale[k, k]))
+        from scipy.stats import t as student_t
+
+        return student_t.pdf(x, self.df, self.mean[k], math.sqrt(self.scale[k, k]))
 
     def __repr__(self) -> str:
         return f"StudentT(dim={self.dim}, df={self.df:g})"
@@ -199,7 +205,9 @@ class GaussianMixture:
         z = (x[:, None, :] - self.means) / self.scales
         comp = -0.5 * np.sum(z * z, axis=2) - np.sum(np.log(self.scales), axis=1) - 0.5 * self.dim * math.log(2 * math.pi)
         with np.errstate(divide="ignore"):
-            return special.logsumexp(comp + np.log(self.weights), axis=1)
+            from scipy.special import logsumexp
+
+            return logsumexp(comp + np.log(self.weights), axis=1)
 
     def sample(self, n: int, rng=None) -> np.ndarray:
         _check_count(n)
@@ -210,7 +218,7 @@ class GaussianMixture:
     def marginal_pdf(self, k: int, x) -> np.ndarray:
         """Density of coordinate k: a 1-D mixture with the same weights (eq. 6)."""
         x = np.asarray(x, dtype=float)[..., None]
-        return np.sum(self.weights * stats.norm.pdf(x, self.means[:, k], self.scales[:, k]), axis=-1)
+        return np.sum(self.weights * norm().pdf(x, self.means[:, k], self.scales[:, k]), axis=-1)
 
     def marginal(self, indices) -> "GaussianMixture":
         """The marginal over the coordinates ``indices``: the same weights, those columns (eq. 5)."""
@@ -305,7 +313,7 @@ class LowRankGaussian:
         return self.mean + self._sqrt_alpha * (u + (qu @ (self.chol - np.eye(self.rank)).T) @ self.q.T)
 
     def marginal_pdf(self, k: int, x) -> np.ndarray:
-        return stats.norm.pdf(x, self.mean[k], self.sd[k])
+        return norm().pdf(x, self.mean[k], self.sd[k])
 
     def __repr__(self) -> str:
         return f"LowRankGaussian(dim={self.dim}, rank={self.rank})"

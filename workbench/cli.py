@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import targets
-from .methods import available as methods_available
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +51,8 @@ def _budgets(text: str) -> tuple[int, ...]:
 
 
 def _list() -> int:
+    from . import targets
+    from .methods import available as methods_available
     from .study import available_studies
 
     print("Targets (wb.targets):")

@@ -37,3 +37,11 @@ def logsumexp(values):
     for v in values:
         s += math.exp(v - m)
     return m + math.log(s)
+
+
+def norm():
+    """``scipy.stats.norm``, imported on first use: ``scipy.stats`` takes about half a second
+    to import, which commands that never evaluate a marginal need not pay."""
+    from scipy.stats import norm as scipy_norm
+
+    return scipy_norm

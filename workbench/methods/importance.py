@@ -31,7 +31,7 @@ from scipy.special import logsumexp
 
 from ..approximations import StudentT, check_proposal, draw_from
 from ..jit import C_PROGRESS, C_STOP, INDEX, VEC, target_kernel
-from ..metrics import kish_ess
+from ..metrics.mcmc import kish_ess
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads

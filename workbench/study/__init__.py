@@ -5,12 +5,26 @@ A study is defined in ``studies/NAME.py`` as ``STUDY = Study(...)``; the same fi
 script (``python studies/NAME.py [--quick]``) and through the CLI (``workbench study NAME``).
 """
 
-from .cells import Cell, build_method, build_target, run_cell, target_label
-from .catalog import STUDIES_DIR, available_studies, load_study
-from .executors import EXECUTORS, make_executor
-from .main import main_for, run_and_report
-from .report import Figure, Page, render_index, render_study
-from .runner import Study, StudyRun, run_study
+import importlib
+
+# imported on first use (PEP 562), so that `workbench --help` does not load SciPy and ArviZ
+_NAMES = {
+    "Cell": "cells", "build_method": "cells", "build_target": "cells", "run_cell": "cells", "target_label": "cells",
+    "STUDIES_DIR": "catalog", "available_studies": "catalog", "load_study": "catalog",
+    "EXECUTORS": "executors", "make_executor": "executors",
+    "main_for": "main", "run_and_report": "main",
+    "Figure": "report", "Page": "report", "render_index": "report", "render_study": "report",
+    "Study": "runner", "StudyRun": "runner", "run_study": "runner",
+}
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Cell",

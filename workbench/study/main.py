@@ -6,9 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from .executors import EXECUTORS
-from .report import render_index, render_study
-from .runner import Study, StudyRun, page_folder, run_study
+
+if TYPE_CHECKING:
+    from .runner import Study, StudyRun
 
 
 def run_and_report(
@@ -24,6 +27,9 @@ def run_and_report(
     run_missing: bool = True,
 ) -> tuple[StudyRun, Path]:
     """Run (or resume) the study, write its page and refresh ``<out>/index.html``."""
+    from .report import render_index, render_study
+    from .runner import page_folder, run_study
+
     run = run_study(
         study, quick=quick, executor=executor, workers=workers, scheduler=scheduler, fresh=fresh,
         out=out, progress=progress, run_missing=run_missing,

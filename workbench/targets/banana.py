@@ -15,11 +15,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, stats
 
 from ..jit import jit
 from ..errors import TargetError
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, norm
 from ..target import Target, Truth
 
 X1_SD = 10.0
@@ -78,23 +77,25 @@ def banana(dim: int = 2, twist: float = 0.03) -> Target:
         # the integrand peaks (width ~ 1/(2 b |y1|)) where y1^2 = 100 + y2 / b: tell quad
         r2 = X1_SD**2 + y2 / b if b != 0.0 else -1.0
         pts = [-math.sqrt(r2), math.sqrt(r2)] if 0.0 < r2 < (9 * X1_SD) ** 2 else None
+        from scipy import integrate
+
         return integrate.quad(
             integrand, -9 * X1_SD, 9 * X1_SD, points=pts, limit=400, epsabs=1e-13
         )[0]
 
     def pdf(k, x):
         if k == 0:
-            return stats.norm.pdf(x, 0.0, X1_SD)
+            return norm().pdf(x, 0.0, X1_SD)
         if k == 1:
             return np.vectorize(lambda v: _y2(_normal_pdf, v), otypes=[float])(x)
-        return stats.norm.pdf(x)
+        return norm().pdf(x)
 
     def cdf(k, x):
         if k == 0:
-            return stats.norm.cdf(x, 0.0, X1_SD)
+            return norm().cdf(x, 0.0, X1_SD)
         if k == 1:
             return np.vectorize(lambda v: _y2(_normal_cdf, v), otypes=[float])(x)
-        return stats.norm.cdf(x)
+        return norm().cdf(x)
 
     truth = Truth(
         mean=np.zeros(dim),

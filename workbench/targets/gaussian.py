@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from ..jit import jit
 from ..smc.reference import reference_logp_grad
 from ..errors import TargetError
+from ..numerics import norm
 from ..target import Target, Truth
 
 
@@ -125,8 +125,8 @@ def gaussian(dim: int, scales=1.0, correlation: float = 0.0, mean=None) -> Targe
         sd=s.copy(),
         log_z=log_z,
         sampler=sampler,
-        marginal_pdf_fn=lambda k, x: stats.norm.pdf(x, m[k], s[k]),
-        marginal_cdf_fn=lambda k, x: stats.norm.cdf(x, m[k], s[k]),
+        marginal_pdf_fn=lambda k, x: norm().pdf(x, m[k], s[k]),
+        marginal_cdf_fn=lambda k, x: norm().cdf(x, m[k], s[k]),
         cov_fn=cov_fn,
     )
     def hessian(theta):
@@ -198,8 +198,8 @@ def rotated_gaussian(dim: int = 50, variances=(100.0, 50.0, 20.0), seed: int = 0
         sd=sd,
         log_z=0.5 * dim * math.log(2.0 * math.pi) + 0.5 * float(np.sum(np.log(eigenvalues))),
         sampler=lambda rng, n: rng.standard_normal((n, dim)) @ chol.T,
-        marginal_pdf_fn=lambda k, x: stats.norm.pdf(x, 0.0, sd[k]),
-        marginal_cdf_fn=lambda k, x: stats.norm.cdf(x, 0.0, sd[k]),
+        marginal_pdf_fn=lambda k, x: norm().pdf(x, 0.0, sd[k]),
+        marginal_cdf_fn=lambda k, x: norm().cdf(x, 0.0, sd[k]),
         cov_fn=lambda: cov.copy(),
     )
     return Target(

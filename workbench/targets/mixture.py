@@ -14,11 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from ..jit import jit
 from ..errors import TargetError
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, norm
 from ..target import Target, Truth
 
 
@@ -61,13 +60,13 @@ def mixture_logp_grad(theta, grad_out, data):
 def mixture_1d_pdf(x, weights, means, sds):
     """Density of a 1-D Gaussian mixture at x (vectorised); the marginal of eq. 6."""
     x = np.asarray(x, dtype=float)[..., None]
-    return np.sum(weights * stats.norm.pdf(x, means, sds), axis=-1)
+    return np.sum(weights * norm().pdf(x, means, sds), axis=-1)
 
 
 def mixture_1d_cdf(x, weights, means, sds):
     """Distribution function of a 1-D Gaussian mixture at x (vectorised)."""
     x = np.asarray(x, dtype=float)[..., None]
-    return np.sum(weights * stats.norm.cdf(x, means, sds), axis=-1)
+    return np.sum(weights * norm().cdf(x, means, sds), axis=-1)
 
 
 def _default_means(rng, dim: int, n_components: int, separation: float, scales) -> np.ndarray:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg
 
 from ..jit import jit
 from ..errors import TargetError
-from ..numerics import log1pexp, LOG_2PI, sigmoid
+from ..numerics import log1pexp, LOG_2PI, norm, sigmoid
 from ..approximations import Gaussian
 from ..target import Target, Truth
 from . import datasets
@@ -133,8 +133,8 @@ def conjugate_posterior(X, y, noise_sd: float, prior_sd: float):
     cov = linalg.cho_solve(chol, np.eye(p))
     cov = 0.5 * (cov + cov.T)
     log_det_cov = -2.0 * np.sum(np.log(np.diag(chol[0])))
-    log_lik = np.sum(stats.norm.logpdf(y, X @ mean, noise_sd))
-    log_prior = np.sum(stats.norm.logpdf(mean, 0.0, prior_sd))
+    log_lik = np.sum(norm().logpdf(y, X @ mean, noise_sd))
+    log_prior = np.sum(norm().logpdf(mean, 0.0, prior_sd))
     log_evidence = log_lik + log_prior + 0.5 * p * math.log(2 * math.pi) + 0.5 * log_det_cov
     return mean, cov, float(log_evidence)
 
@@ -207,8 +207,8 @@ def linear_regression(
         sd=sd,
         log_z=log_evidence,
         sampler=lambda rng, n: mean + rng.standard_normal((n, p)) @ chol.T,
-        marginal_pdf_fn=lambda k, x: stats.norm.pdf(x, mean[k], sd[k]),
-        marginal_cdf_fn=lambda k, x: stats.norm.cdf(x, mean[k], sd[k]),
+        marginal_pdf_fn=lambda k, x: norm().pdf(x, mean[k], sd[k]),
+        marginal_cdf_fn=lambda k, x: norm().cdf(x, mean[k], sd[k]),
         cov_fn=lambda: cov.copy(),
         extras={"noise_sd": noise_sd, "prior_sd": prior_sd},
     )
