@@ -236,7 +236,10 @@ class Target:
             )
         if self.logp_grad_batch is not None and not _is_numba_function(self.logp_grad_batch):
             raise TargetError("logp_grad_batch must be a Numba @njit function as well")
-        set_("data", _normalise_data(self.data))
+        # the arrays are views of two buffers, which kernels get instead (see jit.py)
+        packed = jit.pack_data(_normalise_data(self.data))
+        set_("data", packed.data)
+        set_("_packed", packed)
         if self.param_names is None:
             set_("param_names", tuple(f"theta[{i}]" for i in range(self.dim)))
         else:
@@ -295,6 +298,24 @@ class Target:
     def data_type(self):
         """The Numba type of ``data``: kernels are compiled once per such layout."""
         return jit.data_type(self.data)
+
+    @property
+    def kernel_data(self) -> tuple:
+        """The data as kernels get it: (float64 buffer, int64 buffer), see ``jit.py``."""
+        return self._packed.packed
+
+    @functools.cached_property
+    def kernel_logp_grad(self):
+        """``logp_grad`` as kernels call it: ``(theta, grad_out, kernel_data)``."""
+        return jit.kernel_form(self.logp_grad, self._packed.layout)
+
+    @functools.cached_property
+    def kernel_logp_grad_batch(self):
+        """``logp_grad_batch`` as kernels call it (a stand-in that is never called when the
+        target has no mini-batch form)."""
+        if self.logp_grad_batch is None:
+            return jit.no_batch_form
+        return jit.kernel_form(self.logp_grad_batch, self._packed.layout, batch=True)
 
     @property
     def has_batch(self) -> bool:

@@ -177,9 +177,6 @@ def test_a_fit_run_in_segments_is_the_same_fit():
     t = wb.targets.gaussian(3)
     method = wb.methods.NN4Post(n_components=2, init="box", progress=False)
     kernel = F.fit_kernel.for_target(t)
-    from workbench.jit import logp_grad_batch_signature
-
-    F.no_batch_form.compile(logp_grad_batch_signature(t.data_type))
     out = []
     for segments in ([(0, 300)], [(0, 100), (100, 250), (250, 300)]):
         rng = np.random.default_rng(5)
@@ -193,7 +190,7 @@ def test_a_fit_run_in_segments_is_the_same_fit():
         state, traces = F.new_state(params.size), np.zeros((300, len(F.TRACE_NAMES)))
         for start, stop in segments:
             isettings[F.I_T_START], isettings[F.I_T_STOP] = start, stop
-            kernel(t.logp_grad, F.no_batch_form, t.data, params, rng, isettings, fsettings, lr_scale, state,
+            kernel(t.kernel_logp_grad, t.kernel_logp_grad_batch, t.kernel_data, params, rng, isettings, fsettings, lr_scale, state,
                    traces, np.zeros(2, dtype=np.int64))
         out.append((params, traces))
     np.testing.assert_array_equal(out[0][0], out[1][0])

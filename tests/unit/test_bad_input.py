@@ -99,7 +99,7 @@ def test_run_refuses_a_bad_grad_budget_by_name(method, budget):
     (lambda: wb.methods.ImportanceSampling(proposal=3), ValueError, "the proposal int lacks logpdf and sample"),
     (lambda: wb.methods.ImportanceSampling(proposal=wb.approximations.Gaussian(np.zeros(3), np.eye(3))).run(g2(), seed=0),
      ValueError, "the proposal draws points of dimension 3, the target has 2"),
-    (lambda: wb.methods.ImportanceSampling(resample=1), ValueError, "resample must be a string \\(or None\\), got 1"),
+    (lambda: wb.methods.ImportanceSampling(resample=1), ValueError, "resample must be None, 'multinomial' or 'systematic', got 1"),
     (lambda: wb.Budget(draws="a"), ValueError, r"Budget.draws .* must be a positive integer"),
     # built-in targets
     (lambda: wb.targets.gaussian("a"), TargetError, "dim must be an integer >= 1, got 'a'"),

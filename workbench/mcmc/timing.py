@@ -32,7 +32,7 @@ def seconds_per_gradient(target, theta=None, min_seconds: float = 0.2) -> float:
     n = 16
     while True:  # grow n until one repetition takes min_seconds
         start = time.perf_counter()
-        kernel(target.logp_grad, target.data, x, n)
+        kernel(target.kernel_logp_grad, target.kernel_data, x, n)
         elapsed = time.perf_counter() - start
         if elapsed >= min_seconds or n > 1 << 30:
             break
@@ -40,7 +40,7 @@ def seconds_per_gradient(target, theta=None, min_seconds: float = 0.2) -> float:
     best = elapsed
     for _ in range(2):
         start = time.perf_counter()
-        kernel(target.logp_grad, target.data, x, n)
+        kernel(target.kernel_logp_grad, target.kernel_data, x, n)
         best = min(best, time.perf_counter() - start)
     return best / n
 

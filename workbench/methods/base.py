@@ -188,13 +188,12 @@ _KINDS = {  # a setting's annotation -> (accepts(value), what it must be)
     "float": (lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)),
               "a number"),
     "bool": (lambda v: isinstance(v, (bool, np.bool_)), "True or False"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-}
+}  # (``str`` settings are choices: each method checks them against its list and names it)
 
 
 def check_setting_types(method) -> None:
     """ValueError naming the setting when a value has the wrong type for its annotation
-    (``int``, ``float``, ``bool``, ``str``, each optionally ``| None``): without this a string
+    (``int``, ``float``, ``bool``, each optionally ``| None``): without this a string
     where a number belongs fails later as "'<' not supported between 'float' and 'str'"."""
     for f in dataclasses.fields(method):
         kinds = [k.strip() for k in str(f.type).split("|")]

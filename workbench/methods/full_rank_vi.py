@@ -161,7 +161,7 @@ class FullRankVI(Method):
         window = self.converge_window
 
         def run_one(_):
-            return kernel(target.logp_grad, target.data, params, rng, steps, self.samples, fit_budget, window,
+            return kernel(target.kernel_logp_grad, target.kernel_data, params, rng, steps, self.samples, fit_budget, window,
                           self.converge_patience, self.rate(d), self.lr_final, self.converge_tol, state, average, traces,
                           controls[0])
 

@@ -71,7 +71,7 @@ class _Hamiltonian(ChainSampler):
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
         if self.adapt_mass is not None:
-            if self.adapt_mass not in _ADAPT_MASS_NAMES:
+            if not isinstance(self.adapt_mass, str) or self.adapt_mass not in _ADAPT_MASS_NAMES:
                 raise ValueError(f"adapt_mass must be one of {sorted(_ADAPT_MASS_NAMES)}, got {self.adapt_mass!r} "
                                  f"(adapt_mass is deprecated: use metric={sorted(A.METRICS)})")
             implied = _ADAPT_MASS_NAMES[self.adapt_mass]
@@ -178,7 +178,7 @@ class _Hamiltonian(ChainSampler):
         with one_blas_thread:
             run = chains.sample(
                 lambda c, draws, stats, control: chains.kernel(
-                    target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,
+                    target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,
                     inv_mass[c], transforms[c], draws, stats, adapt_log[c], control,
                 ),
                 len(K.STAT_NAMES),

@@ -98,7 +98,7 @@ def evaluate_log_ratios(target: Target, proposal, x: np.ndarray, *, progress=Non
 
     def run_block(b):
         rows = slice(blocks[b][0], blocks[b][-1] + 1) if blocks[b].size else slice(0, 0)
-        return kernel(target.logp_grad, target.data, x[rows], logq[rows], out[rows], controls[b])
+        return kernel(target.kernel_logp_grad, target.kernel_data, x[rows], logq[rows], out[rows], controls[b])
 
     _, interrupted = run_in_threads(run_block, controls, max(len(b) for b in blocks), progress, description,
                                     threads, errors)

@@ -59,7 +59,7 @@ class RandomWalkMH(ChainSampler):
         sds = np.ones((self.chains, d))
         run = chains.sample(
             lambda c, draws, stats, control: chains.kernel(
-                target.logp_grad, target.data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
+                target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
                 sds[c], windows, draws, stats, control,
             ),
             len(K.STAT_NAMES),
@@ -115,7 +115,7 @@ class IndependenceMH(Method):
             logq.append(lq[1:])
         run = chains.sample(
             lambda c, draws, stats, control: chains.kernel(
-                target.logp_grad, target.data, x0[c].copy(), float(logq0[c]), chains.rngs[c],
+                target.kernel_logp_grad, target.kernel_data, x0[c].copy(), float(logq0[c]), chains.rngs[c],
                 proposals[c], logq[c], chains.grad_budget_per_chain, draws, stats, control,
             ),
             len(K.STAT_NAMES),

@@ -15,7 +15,7 @@ import numpy as np
 from .. import modes as M
 from ..approximations import GaussianMixture
 from ..errors import WorkbenchError
-from ..jit import C_STOP, logp_grad_batch_signature
+from ..jit import C_STOP
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
@@ -396,7 +396,7 @@ class NN4Post(Method):
             ("rescale", self.rescale, ("constant", "dynamic")),
             ("entropy", self.entropy, ("exact", "lower_bound")),
         ]:
-            if value not in allowed:
+            if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
         if not (self.r > 0 and math.isfinite(self.r)):
             raise ValueError(f"r must be a finite number > 0, got {self.r!r}")
@@ -519,11 +519,8 @@ class NN4Post(Method):
         starts = [self._initial_parameters(target, rng, search) for rng in rngs]
         params = [p for p, _ in starts]
         kernel = clock.compile(F.fit_kernel, target)
-        batch_fn = target.logp_grad_batch
-        if batch_fn is None:
-            with clock.compiling():
-                F.no_batch_form.compile(logp_grad_batch_signature(target.data_type))
-            batch_fn = F.no_batch_form
+        with clock.compiling():
+            batch_fn = target.kernel_logp_grad_batch
 
         isettings = np.zeros(F.N_ISETTINGS, dtype=np.int64)
         isettings[F.I_K] = k
@@ -567,7 +564,7 @@ class NN4Post(Method):
             while t < steps and controls[i, C_STOP] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
                 settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
-                t, n, status, _ = kernel(target.logp_grad, batch_fn, target.data, params[i], rngs[i], settings,
+                t, n, status, _ = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i], rngs[i], settings,
                                          fsettings, starts[i][1], state, traces[i], controls[i])
                 n_grad += n
                 if status != F.STATUS_STEPS or adapter is None or t >= steps:

@@ -129,7 +129,7 @@ class Pathfinder(Method):
             else:
                 phi, log_q = q.sample_with_logpdf(self.elbo_draws, rng)
                 ratios = np.empty(self.elbo_draws)
-                log_ratio_kernel(target.logp_grad, target.data, np.ascontiguousarray(phi), log_q, ratios, no_stop)
+                log_ratio_kernel(target.kernel_logp_grad, target.kernel_data, np.ascontiguousarray(phi), log_q, ratios, no_stop)
                 ratios[np.isnan(ratios)] = -math.inf
                 out["evals"] += self.elbo_draws
                 elbo = float(np.mean(ratios))  # -inf when a draw's density is not finite

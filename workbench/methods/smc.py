@@ -121,7 +121,7 @@ class SMC(Method):
         check_positive_int("mcmc_steps", self.mcmc_steps)
         check_positive_int("n_leapfrog", self.n_leapfrog)
         check_positive("reference_sd", self.reference_sd)
-        if self.kernel not in M.KERNELS:
+        if not isinstance(self.kernel, str) or self.kernel not in M.KERNELS:
             raise ValueError(f"kernel must be one of {sorted(M.KERNELS)}, got {self.kernel!r}")
         if not (isinstance(self.ess_fraction, (int, float)) and 0.0 < self.ess_fraction < 1.0):
             raise ValueError(f"ess_fraction must lie in (0, 1), got {self.ess_fraction!r}")
@@ -176,7 +176,7 @@ class SMC(Method):
         x = ref.sample(n, rng)
         grads = np.empty((n, d))
         lp = np.empty(n)
-        M.evaluate.for_target(target)(target.logp_grad, target.data, x, grads, lp)
+        M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
         lp0 = ref.logpdf(x)
         nan_start = int(np.isnan(lp).sum())
         if nan_start == n:
@@ -222,7 +222,7 @@ class SMC(Method):
                 accepted = 0.0
                 for _move in range(self.mcmc_steps):  # one move at a time: the step adapts after each
                     proposals = counts[M.C_PROPOSALS]
-                    accept_sum = mutate(target.logp_grad, target.data, x, grads, lp, lp0, log_w, rng, beta,
+                    accept_sum = mutate(target.kernel_logp_grad, target.kernel_data, x, grads, lp, lp0, log_w, rng, beta,
                                         ref.mean, ref.precision, ref.log_norm, inv_mass, step, self.jitter,
                                         settings, control, counts)
                     made = counts[M.C_PROPOSALS] - proposals

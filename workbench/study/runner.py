@@ -198,6 +198,14 @@ def run_study(
     references: dict = {}
     if run_missing and (todo or ref_todo):
         with ex:
+            n_workers = getattr(ex, "workers", 1)
+            if n_workers > 1 and executor != "serial":
+                # the kernels first, split between the workers: started by the cells, both
+                # workers would compile the same kernel at the same moment
+                from ..jit import compile_kernels, kernel_groups
+
+                for _ in ex.run([(k, compile_kernels, (group,)) for k, group in enumerate(kernel_groups(n_workers))]):
+                    pass
             if ref_todo:
                 jobs = [(s, run_reference, (json.loads(s), study.reference_method, 0)) for s in ref_todo]
                 bar = _progress_bar(len(jobs), f"{study.name}: reference posteriors", progress)

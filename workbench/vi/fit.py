@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from .. import jit as jit_module
 from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
@@ -238,12 +239,7 @@ fit_kernel = target_kernel(
 )(_fit)
 
 
-@jit
-def no_batch_form(theta, grad_out, data, rows, scale):
-    """Stands in for logp_grad_batch on targets without one (never called: batch = 0)."""
-    for i in range(theta.size):
-        grad_out[i] = 0.0
-    return math.nan
+no_batch_form = jit_module.no_batch_form  # the stand-in for targets without a batch form
 
 
 def new_state(n_params: int) -> np.ndarray:

@@ -14,14 +14,14 @@ N = 4000
 def _move(target, ref, beta, x, kernel, moves=20, step=None, seed=0):
     x = np.ascontiguousarray(x)
     grads, lp = np.empty_like(x), np.empty(x.shape[0])
-    M.evaluate.for_target(target)(target.logp_grad, target.data, x, grads, lp)
+    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
     lp0 = ref.logpdf(x)
     counts = np.zeros(3, dtype=np.int64)
     inv_mass = x.var(axis=0)
     settings = np.array([M.KERNELS[kernel], 3, moves], dtype=np.int64)
     step = step if step is not None else (0.6 if kernel == "hmc" else 0.8)
     accept = M.mutate.for_target(target)(
-        target.logp_grad, target.data, x, grads, lp, lp0, np.zeros(x.shape[0]), np.random.default_rng(seed), beta,
+        target.kernel_logp_grad, target.kernel_data, x, grads, lp, lp0, np.zeros(x.shape[0]), np.random.default_rng(seed), beta,
         ref.mean, ref.precision, ref.log_norm, inv_mass, step, 0.3, settings, np.zeros(2, dtype=np.int64), counts)
     return x, accept / counts[M.C_PROPOSALS], counts, lp, grads
 
@@ -65,12 +65,12 @@ def test_dead_particles_stay_and_nan_proposals_are_rejected_and_counted():
     ref = diagonal_gaussian(np.zeros(2), 1.0, "test")
     x = np.ascontiguousarray(np.random.default_rng(0).uniform(-1, 1, (200, 2)))
     grads, lp = np.empty_like(x), np.empty(200)
-    M.evaluate.for_target(target)(target.logp_grad, target.data, x, grads, lp)
+    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
     log_w = np.zeros(200)
     log_w[:10] = -np.inf
     before = x.copy()
     counts = np.zeros(3, dtype=np.int64)
-    M.mutate.for_target(target)(target.logp_grad, target.data, x, grads, lp, ref.logpdf(x), log_w,
+    M.mutate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, ref.logpdf(x), log_w,
                                 np.random.default_rng(1), 1.0, ref.mean, ref.precision, ref.log_norm, np.ones(2),
                                 3.0, 0.0, np.array([M.KERNEL_RWM, 1, 5], dtype=np.int64), np.zeros(2, dtype=np.int64), counts)
     assert np.array_equal(x[:10], before[:10])
