@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@touch $(STAMP)
 
 report: $(STAMP)
-	@for s in $(REPORT_STUDIES); do $(PY) -m workbench study $$s $(REPORT_ARGS) || exit 1; done
+	$(PY) -m workbench study $(REPORT_STUDIES) $(REPORT_ARGS)
 	@echo "open reports/index.html"
 
 # the README's figure, redrawn from the current code (the quick accuracy grid; cached cells are reused)

@@ -12,14 +12,15 @@ import pytest
 def quick_study(tmp_path_factory):
     """``quick_study(name) -> (run, page)``: the study's quick mode, run once per test session
     into one shared output folder and cache (so reference posteriors are computed once)."""
+    from workbench.study import load_study, make_executor, run_and_report
+
     out = tmp_path_factory.mktemp("quick_reports")
     done = {}
+    with make_executor("local") as pool:  # one pool for every study, as `make report` runs them
 
-    def run(name):
-        if name not in done:
-            from workbench.study import load_study, run_and_report
+        def run(name):
+            if name not in done:
+                done[name] = run_and_report(load_study(name), quick=True, out=out, progress=False, executor=pool)
+            return done[name]
 
-            done[name] = run_and_report(load_study(name), quick=True, out=out, progress=False)
-        return done[name]
-
-    return run
+        yield run

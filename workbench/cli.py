@@ -1,7 +1,7 @@
 """The ``workbench`` command (also ``python -m workbench``).
 
     workbench list                                  targets, methods and studies
-    workbench study NAME [--quick] [--executor local|serial|dask] [--scheduler tcp://...] [--out reports/]
+    workbench study NAME [NAME ...] [--quick] [--executor local|serial|dask] [--scheduler tcp://...] [--out reports/]
     workbench report NAME [--quick] [--out reports/]   re-render a page from the cache, running nothing
     workbench report --all                          re-render every study that has a cache, and the index
     workbench compare TARGET [--quick] [--budgets 10000,100000] [--seeds N] [--backend numba|pymc]
@@ -22,8 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{list,study,report,compare}")
     sub.required = True
     sub.add_parser("list", help="targets, methods and studies")
-    p = sub.add_parser("study", help="run (or resume) a study and write its report")
-    p.add_argument("name")
+    p = sub.add_parser("study", help="run (or resume) studies and write their reports (one pool for all)")
+    p.add_argument("name", nargs="+")
     add_run_arguments(p)
     p = sub.add_parser("report", help="re-render a study's report from its cache (runs nothing)")
     p.add_argument("name", nargs="?")
@@ -77,14 +77,15 @@ def main(argv=None) -> int:
     if args.command == "list":
         return _list()
     from .study import available_studies, load_study
-    from .study.main import check_run_arguments, report_study, run_and_report
+    from .study.main import check_run_arguments, report_studies, report_study, run_and_report
 
     try:
         if args.command == "compare":
             return _compare(parser, args)
         if args.command == "study":
             check_run_arguments(parser, args)
-            return report_study(load_study(args.name), args)
+            studies = [load_study(name) for name in args.name]  # every name checked before any runs
+            return report_study(studies[0], args) if len(studies) == 1 else report_studies(studies, args)
         if args.all == (args.name is not None):
             parser.error("report needs a study NAME or --all")
         names = list(available_studies()) if args.all else [args.name]

@@ -186,13 +186,13 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     return {"status": status, "error": error, "row": row, "arrays": arrays}
 
 
-def run_reference(target_spec: dict, method_spec: dict, seed: int) -> dict:
+def run_reference(target_spec: dict, method_spec: dict, seed: int, max_runs: int | None = None) -> dict:
     """Build a target's reference posterior in a worker (``references.build_reference``) and
     return it as plain data: {"status", "draws", "info"} (or the error). The client caches it."""
-    from ..references import build_reference
+    from ..references import REFERENCE_RUNS, build_reference
 
     try:
-        ref = build_reference(build_target(target_spec), method_spec, seed)
+        ref = build_reference(build_target(target_spec), method_spec, seed, max_runs or REFERENCE_RUNS)
         return {"status": "ok", "draws": ref.draws, "info": ref.info()}
     except Exception as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8)}

@@ -161,7 +161,10 @@ def render_study(run, page: Page) -> Path:
         parts.append("<h2>Reference posteriors</h2><p>These targets have no closed-form truth; a long "
                      f"{html.escape(ref_method['method'])} run ({ref_method.get('chains', 4)} chains from spread starts) "
                      "stands in for it, checked against posteriordb's standard: R-hat &lt; 1.01, bulk and tail ESS "
-                     "&ge; 400 for every parameter, no divergences, E-BFMI &gt; 0.2. A failing reference is run again, up to "
+                     "&ge; 400 for every parameter, no divergences, E-BFMI &gt; 0.2. "
+                     + ("In the quick grid a reference is run once and, when it fails, said to fail (the full grid "
+                        "runs it again, longer). " if run.quick else "")
+                     + "In the full grid a failing reference is run again, up to "
                      f"{REFERENCE_RUNS} runs in all: with a smaller step (target_accept raised toward 1) if it "
                      "diverged, with twice the draws if its ESS was short; not when R-hat says its chains sit in "
                      "different modes.</p>")

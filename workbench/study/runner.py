@@ -13,6 +13,7 @@ every cell on that target. Tables say so in their ``truth`` column.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -25,9 +26,11 @@ import numpy as np
 import pandas as pd
 
 from ..cache import CellCache, spec_hash
-from ..references import DEFAULT_REFERENCE, reference_key, references_cache
+from ..references import DEFAULT_REFERENCE, REFERENCE_RUNS, reference_key, references_cache
+
+QUICK_REFERENCE_RUNS = 1
 from .cells import Cell, build_target, run_cell, run_reference, target_label
-from .executors import WorkerLost, make_executor
+from .executors import SerialExecutor, WorkerLost, make_executor
 
 
 
@@ -115,11 +118,23 @@ def _row(cell: Cell, key: str, entry: dict | None, truth: str) -> dict:
     return row
 
 
+def compile_kernels_on(ex) -> None:
+    """Compile (or load) the library's kernels on a pool's workers, split between them: left
+    to the cells, two workers would compile the same kernel at the same moment."""
+    from ..jit import compile_kernels, kernel_groups
+
+    n_workers = getattr(ex, "workers", 1)
+    if n_workers > 1 and not isinstance(ex, SerialExecutor) and not getattr(ex, "kernels_ready", False):
+        for _ in ex.run([(k, compile_kernels, (group,)) for k, group in enumerate(kernel_groups(n_workers))]):
+            pass
+        ex.kernels_ready = True  # once per pool, however many studies share it
+
+
 def run_study(
     study: Study,
     *,
     quick: bool = False,
-    executor: str = "local",
+    executor="local",
     workers: int | None = None,
     scheduler: str | None = None,
     fresh: bool = False,
@@ -136,6 +151,9 @@ def run_study(
     others go on; a cell whose worker process dies twice is recorded as failed (not cached). ``on_cell_done(i, entry)`` is called
     after each computed cell (the tests use it to interrupt a study). ``run_missing=False``
     only reads the cache (re-rendering a report): missing cells show as "missing".
+    ``executor`` is a name ("local", "serial", "dask") or a running executor shared by several
+    studies (``make_executor(...)`` entered by the caller, its kernels compiled with
+    :func:`compile_kernels_on`): the pool then starts once for all of them.
     """
     start = time.perf_counter()
     out = Path(out)
@@ -144,6 +162,8 @@ def run_study(
     ref_cache = references_cache(cache_root)
     version = _version()
     cells = list(study.grid(quick))
+    # a failing reference is run again, longer, in the full grids; the quick ones say it fails
+    reference_runs = QUICK_REFERENCE_RUNS if quick else REFERENCE_RUNS
     if not cells:
         raise ValueError(f"study {study.name!r} has an empty grid")
     table_path = page_folder(out, study.name, quick) / "table.csv"
@@ -160,7 +180,7 @@ def run_study(
         except Exception:  # a bad spec: its cells record the error when they run
             continue
         if target.truth is None:
-            ref_keys[spec_json] = reference_key(cell.target, study.reference_method, 0)
+            ref_keys[spec_json] = reference_key(cell.target, study.reference_method, 0, max_runs=reference_runs)
     keys = []
     for cell in cells:
         fields = cell.key_fields(version)
@@ -194,44 +214,19 @@ def run_study(
         frame.to_csv(table_path, index=False)
         return frame
 
-    ex = make_executor(executor, workers, scheduler)
+    own = isinstance(executor, str)  # else a running executor shared by several studies
+    ex = make_executor(executor, workers, scheduler) if own else executor
     references: dict = {}
     if run_missing and (todo or ref_todo):
-        with ex:
-            n_workers = getattr(ex, "workers", 1)
-            if n_workers > 1 and executor != "serial":
-                # the kernels first, split between the workers: started by the cells, both
-                # workers would compile the same kernel at the same moment
-                from ..jit import compile_kernels, kernel_groups
+        with ex if own else contextlib.nullcontext(ex):
+            compile_kernels_on(ex)
+            bar = _progress_bar(len(todo) + len(ref_todo), f"{study.name}", progress)
 
-                for _ in ex.run([(k, compile_kernels, (group,)) for k, group in enumerate(kernel_groups(n_workers))]):
-                    pass
-            if ref_todo:
-                jobs = [(s, run_reference, (json.loads(s), study.reference_method, 0)) for s in ref_todo]
-                bar = _progress_bar(len(jobs), f"{study.name}: reference posteriors", progress)
-                for spec_json, outcome in ex.run(jobs):
-                    key = ref_todo[spec_json]
-                    if isinstance(outcome, WorkerLost):  # its cells say the reference failed
-                        warnings.warn(f"{study.name}: the reference posterior of {spec_json}: {outcome}", RuntimeWarning,
-                                      stacklevel=2)
-                    elif outcome["status"] == "ok":
-                        ref_cache.put(key, {"status": "ok", "info": outcome["info"], "target": json.loads(spec_json)},
-                                      {"draws": outcome["draws"]})
-                    bar.update()
-                bar.close()
-            ref_draws = {s: ref_cache.arrays(k).get("draws") for s, k in ref_keys.items()}
-            jobs = []
-            for i in todo:
-                s = json.dumps(cells[i].target, sort_keys=True)
-                if s in ref_keys and ref_draws.get(s) is None:
-                    entries[i] = {"status": "error", "error": "the reference posterior run failed", "row": {}}
-                    continue
-                jobs.append((i, run_cell, (cells[i], ref_draws.get(s))))
-            bar = _progress_bar(len(jobs), f"{study.name}", progress)
-            for i, outcome in ex.run(jobs):
+            def cell_done(i, outcome):
+                nonlocal computed
                 if isinstance(outcome, WorkerLost):  # recorded, not cached: the next run tries again
                     entry = {"status": "failed", "error": str(outcome), "row": {}}
-                    warnings.warn(f"{study.name}: cell {i} failed: {outcome}", RuntimeWarning, stacklevel=2)
+                    warnings.warn(f"{study.name}: cell {i} failed: {outcome}", RuntimeWarning, stacklevel=3)
                 else:
                     entry = {k: v for k, v in outcome.items() if k != "arrays"}
                     cache.put(keys[i], entry, outcome["arrays"])
@@ -241,6 +236,35 @@ def run_study(
                 bar.update()
                 if on_cell_done is not None:
                     on_cell_done(i, entry)
+
+            # references first, and beside them every cell that needs none (a long reference,
+            # the BNN's, then keeps one worker while the others run cells); then the cells
+            # that score against a reference
+            target_of = {i: json.dumps(cells[i].target, sort_keys=True) for i in todo}
+            waiting = [i for i in todo if target_of[i] in ref_keys]
+            jobs = [(("reference", sj), run_reference, (json.loads(sj), study.reference_method, 0, reference_runs))
+                    for sj in ref_todo]
+            jobs += [(("cell", i), run_cell, (cells[i], None)) for i in todo if target_of[i] not in ref_keys]
+            for (kind, tag), outcome in ex.run(jobs):
+                if kind == "cell":
+                    cell_done(tag, outcome)
+                    continue
+                bar.update()
+                if isinstance(outcome, WorkerLost):  # its cells say the reference failed
+                    warnings.warn(f"{study.name}: the reference posterior of {tag}: {outcome}", RuntimeWarning,
+                                  stacklevel=2)
+                elif outcome["status"] == "ok":
+                    ref_cache.put(ref_todo[tag], {"status": "ok", "info": outcome["info"], "target": json.loads(tag)},
+                                  {"draws": outcome["draws"]})
+            ref_draws = {sj: ref_cache.arrays(k).get("draws") for sj, k in ref_keys.items()}
+            jobs = []
+            for i in waiting:
+                if ref_draws.get(target_of[i]) is None:
+                    entries[i] = {"status": "error", "error": "the reference posterior run failed", "row": {}}
+                    continue
+                jobs.append((i, run_cell, (cells[i], ref_draws[target_of[i]])))
+            for i, outcome in ex.run(jobs):
+                cell_done(i, outcome)
             bar.close()
     for s, k in ref_keys.items():
         entry = ref_cache.get(k)

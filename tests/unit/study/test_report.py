@@ -27,12 +27,17 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
         name="short_reference", title="Short reference",
         grid=lambda quick: [Cell(target, {"method": "Laplace", "draws": 500}, 0, labels={"method": "Laplace"})],
         report=lambda run, folder: Page(finding="rendered"), reference_method=short)
-    run, page = run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    run, page = run_and_report(study, quick=False, executor="serial", out=tmp_path, progress=False)
     (info,) = run.references.values()
     assert not info["passes"] and "ESS" in info["why_not"]
     assert info["runs"] == 3 and info["method"]["draws"] == 4 * short["draws"]  # 40, 80, 160 draws per chain
     assert (run.table["truth"] == "reference (long NUTS) FAILS its checks").all()
     assert "has no trustworthy reference" in page.read_text()
+    # the quick grid runs it once, says it fails, and keeps it apart from the full grid's
+    quick, page = run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    (info,) = quick.references.values()
+    assert info["runs"] == 1 and not info["passes"] and quick.reference_keys != run.reference_keys
+    assert "In the quick grid a reference is run once" in page.read_text()
 
 
 def test_settings_are_shown_short():
