@@ -188,3 +188,17 @@ def test_the_workers_of_a_study_killed_by_sigkill_exit_with_it(tmp_path):
     for p in orphans:  # do not leave them running when this fails
         os.kill(p, signal.SIGKILL)
     assert not orphans, "worker processes outlived the study"
+
+
+def _blas_threads():
+    import numpy  # noqa: F401 - loads OpenBLAS
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_each_worker_uses_one_blas_thread():
+    """One worker per core already: BLAS threads on top spin-wait against the other workers'."""
+    with LocalExecutor(workers=2) as ex:
+        (threads,) = [out for _, out in ex.run([(0, _blas_threads, ())])]
+    assert threads and set(threads) == {1}
