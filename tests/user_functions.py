@@ -183,13 +183,3 @@ def slow_standard_normal(theta, grad_out, data):
         lp -= 0.5 * theta[i] ** 2
     return lp
 
-
-@numba.njit(cache=True)
-def iso_with_precisions(theta, grad_out, data):
-    """-1/2 sum prec_i theta_i^2 with the precisions in data[0]: its dim is data[0]'s length."""
-    (prec,) = data
-    lp = 0.0
-    for i in range(theta.size):
-        grad_out[i] = -prec[i] * theta[i]
-        lp -= 0.5 * prec[i] * theta[i] ** 2
-    return lp

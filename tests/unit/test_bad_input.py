@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from tests.user_functions import iso_with_precisions
+from tests.user_functions import iso_logp_grad
 from workbench import cli
 from workbench.errors import NonFiniteDensityError, TargetError
 from workbench.methods import available, method_class
@@ -126,29 +126,29 @@ def test_run_refuses_a_bad_grad_budget_by_name(method, budget):
     (lambda: wb.targets.posterior("nope"), TargetError, "unknown posterior 'nope'; bundled posteriors"),
     (lambda: wb.targets.posterior("eight_schools_centered", backend="x"), TargetError, "backend must be one of"),
     # user targets
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim="a", data=(np.ones(2),)), TargetError, "dim must be an integer, got 'a'"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=np.ones(2)), TargetError, "data must be a tuple of NumPy arrays"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=("ab",)), TargetError, "data\\[0\\] is not a numeric array \\(dtype <U2\\)"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=([[1], [1, 2]],)), TargetError, "data\\[0\\] is not a rectangular array"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), initial_point=[0.0]), TargetError,
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim="a", data=(np.ones(2),)), TargetError, "dim must be an integer, got 'a'"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=np.ones(2)), TargetError, "data must be a tuple of NumPy arrays"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=("ab",)), TargetError, "data\\[0\\] is not a numeric array \\(dtype <U2\\)"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=([[1], [1, 2]],)), TargetError, "data\\[0\\] is not a rectangular array"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), initial_point=[0.0]), TargetError,
      r"initial_point has shape \(1,\), expected \(2,\)"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), initial_point=["a", "b"]), TargetError,
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), initial_point=["a", "b"]), TargetError,
      "initial_point must be 2 numbers"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), initial_point=[NAN, 0.0]),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), initial_point=[NAN, 0.0]),
      NonFiniteDensityError, "initial point .* is not finite"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), param_names=3), TargetError,
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), param_names=3), TargetError,
      "param_names must be a list of 2 names"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), param_names=["a"]), TargetError,
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), param_names=["a"]), TargetError,
      "1 param_names given for dim=2"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2, data=(np.ones(2),), name=3), TargetError, "name must be a non-empty string"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2, data=(np.ones(2),), name=3), TargetError, "name must be a non-empty string"),
     (lambda: wb.Target.from_numba(None, dim=2), TargetError, "logp_grad must be a Numba function, got NoneType"),
-    (lambda: wb.Target.from_numba(iso_with_precisions, dim=2), TargetError, "logp_grad could not be compiled"),
+    (lambda: wb.Target.from_numba(iso_logp_grad, dim=2), TargetError, "logp_grad could not be compiled"),
     (lambda: wb.Target.from_logp(lambda t, d: 0.0, dim=2), TargetError, "logp must be a Numba function"),
     (lambda: wb.Target.from_pymc(3), TargetError, "from_pymc needs a pymc.Model, got int"),
-    (lambda: wb.Target(name="x", dim=-1, logp_grad=iso_with_precisions, data=(np.ones(2),)), TargetError, "dim must be >= 1"),
-    (lambda: wb.Target(name="x", dim=2, logp_grad=iso_with_precisions, data=(np.ones(2),), truth=3), TargetError,
+    (lambda: wb.Target(name="x", dim=-1, logp_grad=iso_logp_grad, data=(np.ones(2),)), TargetError, "dim must be >= 1"),
+    (lambda: wb.Target(name="x", dim=2, logp_grad=iso_logp_grad, data=(np.ones(2),), truth=3), TargetError,
      "truth must be a wb.Truth"),
-    (lambda: wb.Target(name="x", dim=2, logp_grad=iso_with_precisions, data=(np.ones(2),), truth=wb.Truth(mean=np.zeros(3))),
+    (lambda: wb.Target(name="x", dim=2, logp_grad=iso_logp_grad, data=(np.ones(2),), truth=wb.Truth(mean=np.zeros(3))),
      TargetError, r"truth.mean has shape \(3,\), expected \(2,\)"),
     (lambda: wb.check_gradient(None), TargetError, "check_gradient needs a workbench Target, got NoneType"),
     (lambda: wb.check_gradient(g2(), points=np.zeros((2, 3))), TargetError, r"points must have shape \(n, 2\)"),

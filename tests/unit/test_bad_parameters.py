@@ -51,16 +51,16 @@ def test_check_gradient_refuses_a_bad_step(rel_step):
 def test_a_dim_larger_than_the_data_is_refused_before_any_kernel_runs(build):
     """Kernels do not check bounds: with dim far beyond its data the function would read and
     write outside its arrays (it crashed the process)."""
-    from tests.user_functions import iso_with_precisions
+    from tests.user_functions import iso_logp_grad
 
     with pytest.raises(TargetError, match=r"indexes out of range when called with dim=100000 .*data shapes \[\(3,\)\]"):
-        build(iso_with_precisions, (np.ones(3),))
-    assert wb.Target.from_numba(iso_with_precisions, dim=3, data=(np.ones(3),)).dim == 3
+        build(iso_logp_grad, (np.ones(3),))
+    assert wb.Target.from_numba(iso_logp_grad, dim=3, data=(np.ones(3),)).dim == 3
 
 
 def test_the_library_targets_are_not_bounds_checked_again():
     from workbench.target import _is_library_function
-    from tests.user_functions import iso_with_precisions
+    from tests.user_functions import iso_logp_grad
 
     assert _is_library_function(wb.targets.gaussian(3).logp_grad)
-    assert not _is_library_function(iso_with_precisions)
+    assert not _is_library_function(iso_logp_grad)
