@@ -148,15 +148,19 @@ def _target_notes(run, table: pd.DataFrame) -> list[str]:
             "therefore the second NUTS row on this target, marked as such.")
     bnn_ref = run.references.get(next((target_label(c.target) for c in run.cells if c.labels.get("target") == "BNN"), ""), {})
     if bnn_ref:
+        runs = bnn_ref.get("runs", 1)
+        r_hat = bnn_ref.get("r_hat_max", math.nan)
         verdict = ("passes posteriordb's standard" if bnn_ref.get("passes") else
-                   f"fails posteriordb's standard ({bnn_ref.get('why_not', '')}) after {bnn_ref.get('runs', 1)} runs")
+                   f"fails posteriordb's standard ({bnn_ref.get('why_not', '')}) after {runs} run{'s' if runs != 1 else ''}")
+        # R-hat near 1 only says the chains agree with each other; above 1.01 they do not even do that
+        agreement = (f"R-hat {r_hat:.3f} says they agree with each other, not that they saw every mode" if r_hat < 1.01
+                     else f"R-hat {r_hat:.3f} says they do not even agree with each other")
         notes.append(
             f"The BNN's reference {verdict}. Its posterior is multimodal by construction: permuting the 5 hidden "
             "units or flipping the signs of one unit's weights leaves the likelihood unchanged (5! x 2^5 = 3,840 "
             "equivalent modes). The reference's 4 chains start near one point and do not cross between the "
-            f"equivalent modes (R-hat {bnn_ref.get('r_hat_max', math.nan):.3f} says they agree with each other, not "
-            "that they saw every mode), so it describes the posterior around those modes; a method scored against "
-            "it is rewarded for staying there. Read the BNN's scores as indicative only.")
+            f"equivalent modes ({agreement}), so it describes the posterior around those modes at best; a method "
+            "scored against it is rewarded for staying there. Read the BNN's scores as indicative only.")
     nuts_bnn = table[(table["target"] == "BNN") & (table["method"] == "NUTS") & (table["status"] != "ok")]
     if len(nuts_bnn):
         budgets = ", ".join(f"{int(b):,}" for b in sorted(nuts_bnn["grad_budget"].dropna().unique()))

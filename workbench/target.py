@@ -296,7 +296,8 @@ class Target:
 
     @functools.cached_property
     def data_type(self):
-        """The Numba type of ``data``: kernels are compiled once per such layout."""
+        """The Numba type of ``data``: the user's function is compiled for it (kernels get the
+        packed ``kernel_data`` instead)."""
         return jit.data_type(self.data)
 
     @property
@@ -538,6 +539,8 @@ class Target:
         )
         if validate:
             _validate_user_function(target, logp_only=logp)
+        else:  # the bounds are checked whatever validate says (the closure above is ours)
+            _bounds_checked_call(target, logp, logp_only=True)
         return target
 
 
@@ -607,6 +610,7 @@ def _validate_user_function(target: Target, logp_only=None) -> None:
     called = _bounds_checked_call(target, fn, logp_only=logp_only is not None)
     if called is None:  # it raised: check_point names the point (or raises it plainly)
         target.check_point(target.initial_point, what="initial point")
+        raise TargetError(f"the density of target {target.name!r} raised at its initial point only when bounds-checked")
     value, g = called
     if not isinstance(value, (float, int, np.floating, np.integer)):
         raise TargetError(

@@ -64,3 +64,12 @@ def test_the_library_targets_are_not_bounds_checked_again():
 
     assert _is_library_function(wb.targets.gaussian(3).logp_grad)
     assert not _is_library_function(iso_logp_grad)
+
+
+def test_from_logp_checks_bounds_whatever_validate_says():
+    from tests.user_functions import iso_logp
+    from workbench.errors import SlowGradientWarning
+
+    for validate in (True, False):
+        with pytest.warns(SlowGradientWarning), pytest.raises(TargetError, match="logp of target .* indexes out of range"):
+            wb.Target.from_logp(iso_logp, dim=100_000, data=(np.ones(3),), validate=validate)

@@ -92,19 +92,20 @@ def evaluate_log_ratios(target: Target, proposal, x: np.ndarray, *, progress=Non
     x = np.ascontiguousarray(x, dtype=float)
     out = np.full(n, np.nan)
     kernel = log_ratios.for_target(target)
-    blocks = np.array_split(np.arange(n), max(1, min(threads or os.cpu_count() or 1, n // 256 or 1)))
-    controls = np.zeros((len(blocks), 2), dtype=np.int64)
+    n_blocks = max(1, min(threads or os.cpu_count() or 1, n // 256))  # at least 256 draws a block
+    edges = np.linspace(0, n, n_blocks + 1).astype(int)
+    controls = np.zeros((n_blocks, 2), dtype=np.int64)
     errors: dict = {}
 
     def run_block(b):
-        rows = slice(blocks[b][0], blocks[b][-1] + 1) if blocks[b].size else slice(0, 0)
+        rows = slice(edges[b], edges[b + 1])
         return kernel(target.kernel_logp_grad, target.kernel_data, x[rows], logq[rows], out[rows], controls[b])
 
-    _, interrupted = run_in_threads(run_block, controls, max(len(b) for b in blocks), progress, description,
+    _, interrupted = run_in_threads(run_block, controls, int(np.diff(edges).max()), progress, description,
                                     threads, errors)
     evaluated = np.zeros(n, dtype=bool)
-    for b, rows in enumerate(blocks):
-        evaluated[rows[: controls[b, C_PROGRESS]]] = True
+    for b in range(n_blocks):  # each block evaluated a prefix of its rows
+        evaluated[edges[b]: edges[b] + controls[b, C_PROGRESS]] = True
     nan = np.isnan(out) & evaluated
     out[nan] = -math.inf
     if np.isposinf(out[evaluated]).any():

@@ -16,9 +16,9 @@ one float of its choice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -139,8 +139,13 @@ class Chains:
             interrupted, errors,
         )
 
+    @staticmethod
+    def _first_error(run: ChainRun) -> int:
+        """The chain that raised first (the fewest iterations done)."""
+        return min(run.errors, key=lambda c: run.done[c])
+
     def _raised_message(self, run: ChainRun, kept: int) -> str:
-        c = min(run.errors, key=lambda c: run.done[c])  # the first to fail
+        c = self._first_error(run)
         phase = "warmup" if run.done[c] < self.n_warmup else "sampling"
         others = sorted(set(run.errors) - {c})
         return (
@@ -162,7 +167,7 @@ class Chains:
         if run.errors:
             messages.append(self._raised_message(run, kept))
             if kept == 0:
-                exc = next(iter(run.errors.values()))
+                exc = run.errors[self._first_error(run)]
                 exc.add_note(messages[-1])
                 raise exc
             warnings.warn(f"{self.method.name} on {self.target.name}: {messages[-1]}", RuntimeWarning, stacklevel=4)
@@ -179,10 +184,10 @@ class Chains:
                     "check where it fails)"
                 )
                 warnings.warn(f"{self.method.name} on {self.target.name}: {messages[-1]}", RuntimeWarning, stacklevel=4)
-            (info := dict(info or {}))["nan_density_evals"] = n_nan
+            info = {**(info or {}), "nan_density_evals": n_nan}
         if run.interrupted:
             messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
-        if self.budget.grad_evals is not None and not run.interrupted and (done < draws.shape[1]).any():
+        if self.budget.grad_evals is not None and not (run.interrupted or run.errors) and (done < draws.shape[1]).any():
             messages.append(
                 f"gradient budget {self.budget.grad_evals} spent: {kept} draws per chain "
                 f"(chains reached {done.min()}..{done.max()} of {draws.shape[1]} iterations incl. warmup)"

@@ -85,7 +85,8 @@ def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1)
     labels = [run.table.loc[i, "method"] for i in indices]
     colours = method_colours(labels)
     coords = [c for c in coords if c < target.dim]
-    fig, axes = plt.subplots(1, len(coords), figsize=(4.5 * len(coords), 3.2), squeeze=False)
+    # the legend goes beside the panels: inside, it hid the histograms that lay under it
+    fig, axes = plt.subplots(1, len(coords), figsize=(4.5 * len(coords) + 2.6, 3.2), squeeze=False)
     for ax, k in zip(axes[0], coords):
         samples = []
         for i, label in zip(indices, labels):
@@ -109,7 +110,8 @@ def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1)
                     label="reference")
         ax.set_xlabel(target.param_names[k])
         ax.set_yticks([])
-    axes[0][0].legend(fontsize=7, loc="best")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    axes[0][-1].legend(handles, names, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.suptitle(run.table.loc[indices[0], "target"], fontsize=10)
     fig.tight_layout()
     return _save(fig, folder, file)
