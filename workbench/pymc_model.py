@@ -16,7 +16,9 @@ deterministics), shaped as the model declares them.
 
 from __future__ import annotations
 
+import re
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -81,6 +83,50 @@ def _check_model(model, pm):
         )
     if not model.value_vars:
         raise TargetError("the model has no free variables (everything is observed): nothing to infer")
+
+
+def _check_finite_start(model, point: dict, tries: int = 20) -> None:
+    """TargetError naming the model's terms (variables, potentials) whose log density is not
+    finite at its initial point and at ``tries`` points jittered around it by uniform(-2, 2)
+    (PyMC's own ``jitter+adapt_diag`` start), before anything is compiled for sampling: a
+    ``pm.Potential`` that is always -inf, an observation outside its distribution's support."""
+    terms = model.point_logps(point, round_vals=12)
+    bad = {k: v for k, v in terms.items() if not np.isfinite(v)}
+    if not bad:
+        return
+    rng = np.random.default_rng(0)
+    for _ in range(tries):
+        jittered = {k: np.asarray(v) + rng.uniform(-2.0, 2.0, np.shape(v)) for k, v in point.items()}
+        values = model.point_logps(jittered, round_vals=12)
+        if all(np.isfinite(v) for v in values.values()):
+            return
+        bad.update({k: v for k, v in values.items() if not np.isfinite(v) and k in bad})
+    named = ", ".join(f"{k!r} ({v})" for k, v in bad.items())
+    raise TargetError(
+        f"the model's log density is not finite at its initial point nor at {tries} points jittered "
+        f"around it: the terms {named} are not finite there. Check that the observed values lie in "
+        "their distributions' support, that potentials can be finite, and the initvals"
+    )
+
+
+_OBJECT_MODE = re.compile(r"Numba will use object mode to run (\S+?)'s perform")
+
+
+def _refuse_object_mode(caught) -> None:
+    """TargetError naming the Ops that PyTensor's Numba backend cannot compile: it would run
+    them in Python object mode, holding the GIL in every density call (the chains would run
+    one at a time, at Python's speed)."""
+    ops = sorted({m.group(1) for w in caught if (m := _OBJECT_MODE.search(str(w.message)))})
+    for w in caught:  # the others are the user's to see
+        if not _OBJECT_MODE.search(str(w.message)):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if ops:
+        raise TargetError(
+            f"PyTensor's Numba backend has no implementation of the Op(s) {', '.join(ops)} in this "
+            "model: it would run them in Python object mode in every density call. Give the Op a "
+            "Numba implementation (pytensor.link.numba.dispatch.numba_funcify.register) or write "
+            "that part of the model with PyTensor's own operations"
+        )
 
 
 def graph_digest(variable) -> str:
@@ -189,6 +235,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     """
     pm, pytensor = _import_pymc()
     import pytensor.tensor as pt
+    from pymc.pytensorf import compile as pm_compile
     from pymc.pytensorf import join_nonshared_inputs
 
     from .target import Target
@@ -196,6 +243,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     _check_model(model, pm)
     start = time.perf_counter()
     point = model.initial_point()
+    _check_finite_start(model, point)
     value_vars = model.value_vars
     logp = model.logp()
     grad = pt.concatenate([pt.flatten(g) for g in pt.grad(logp, value_vars)])
@@ -210,7 +258,14 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
             return target
         return target.replace(name=target_name, description=description or target.description,
                               spec={**target.spec, "model": target_name})
-    fn = pytensor.function([joined], [logp_x, grad_x], mode="NUMBA", on_unused_input="ignore")
+    # PyMC's own compile path, inside the model: its rewrites include the one that turns every
+    # parameter check (``sigma > 0``, ``posdef covariance``) into a switch to -inf, as PyMC's
+    # samplers see it. ``pytensor.function`` keeps the checks as assertions, which raise out of
+    # the compiled function at a proposal far out in the unconstrained space.
+    with model, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = pm_compile([joined], [logp_x, grad_x], mode="NUMBA", on_unused_input="ignore")
+    _refuse_object_mode(caught)
     shared = _shared_inputs(fn)
     data = tuple(np.asarray(v.get_value(borrow=False)) for v in shared)
     for v, value in zip(shared, data):
@@ -225,7 +280,8 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     keep = {rv.name for rv in model.unobserved_RVs}
     outputs = [v for v in model.unobserved_value_vars if v.name in keep]
     constrained, joined_c = join_nonshared_inputs(point, outputs, value_vars)
-    cfn = pytensor.function([joined_c], constrained, mode="NUMBA", on_unused_input="ignore")
+    with model:
+        cfn = pm_compile([joined_c], constrained, mode="NUMBA", on_unused_input="ignore")
     cshared = _shared_inputs(cfn)
     cdata = tuple(np.asarray(v.get_value(borrow=False)) for v in cshared)
     jit_c = cfn.vm.jit_fn

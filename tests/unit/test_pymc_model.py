@@ -5,6 +5,7 @@ PyMC is installed by the README's test command (the ``test`` extra), so these ru
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import workbench as wb
@@ -186,3 +187,87 @@ def test_the_examples_pymc_file_is_the_numba_examples_model():
     assert from_pymc.name == "pymc_model.model" and from_pymc.param_names == ("a", "b")
     for theta in ([0.3, 0.8], [-1.0, 2.0]):
         np.testing.assert_allclose(by_hand.logp_and_grad(theta)[1], from_pymc.logp_and_grad(theta)[1], rtol=1e-10)
+
+
+def _covariance_model(n=8):
+    """A latent field with an MvNormal prior whose covariance depends on two constrained
+    parameters: far out in the unconstrained space the covariance stops being positive
+    definite and PyMC's parameter check fails."""
+    x = np.linspace(0.0, 1.0, n)
+    sq = (x[:, None] - x[None, :]) ** 2
+    with pm.Model() as model:
+        ls = pm.Gamma("ls", 2.0, 20.0)
+        amp = pm.HalfNormal("amp", 1.0)
+        cov = amp**2 * pm.math.exp(-0.5 * sq / ls**2) + 1e-6 * np.eye(n)
+        f = pm.MvNormal("f", mu=np.zeros(n), cov=cov)
+        pm.Poisson("y", pm.math.exp(f), observed=np.arange(n) % 3)
+    return model
+
+
+def _exploding_scale_model():
+    """A scale exp(100 ls): ls = -10 underflows it to 0, and PyMC's check ``sigma > 0`` fails."""
+    with pm.Model() as model:
+        ls = pm.Normal("ls", 0.0, 1.0)
+        pm.Normal("y", 0.0, pm.math.exp(100.0 * ls), observed=np.array([0.1, -0.3]))
+    return model
+
+
+@pytest.mark.parametrize("build", [_covariance_model, _exploding_scale_model], ids=["covariance", "scale"])
+def test_failed_parameter_checks_are_minus_infinity_as_in_pymc(build):
+    """Compiled through PyMC's own path, a failed parameter check is -inf (PyMC's samplers
+    see the same), never an exception; everywhere else the value is PyMC's own."""
+    model = build()
+    target = wb.Target.from_pymc(model)
+    logp = model.compile_logp()
+    rng = np.random.default_rng(1)
+    points = [rng.uniform(-r, r, target.dim) for r in (1.0, 5.0, 20.0, 50.0) for _ in range(5)]
+    points += [np.full(target.dim, -50.0), np.full(target.dim, 50.0), np.full(target.dim, -10.0)]
+    n_inf = 0
+    for theta in points:
+        lp, _ = target.logp_and_grad(theta)  # must not raise
+        expected = float(logp(_as_point(model, theta)))
+        if np.isneginf(expected):
+            assert np.isneginf(lp) or np.isnan(lp)
+            n_inf += 1
+        else:
+            assert lp == pytest.approx(expected, rel=1e-9, abs=1e-8)
+    assert n_inf > 0  # the points do reach where the checks fail
+
+
+def test_nuts_samples_through_failed_parameter_checks():
+    """NUTS from starts far out (where the checks fail on the way) runs to the end: a -inf
+    density is a rejected proposal, not an exception."""
+    target = wb.Target.from_pymc(_exploding_scale_model())
+    res = wb.methods.NUTS(chains=2, warmup=200, draws=200, init=np.array([[-0.2], [0.3]])).run(target, seed=3)
+    assert res.draws.shape == (2, 200, 1)
+    assert np.all(np.isfinite(res.draws))
+
+
+def test_a_density_that_cannot_be_finite_is_refused_naming_the_term():
+    with pm.Model() as model:
+        pm.Normal("a")
+        pm.Potential("never", pm.math.constant(-np.inf))
+    with pytest.raises(TargetError, match=r"'never' \(-inf\)"):
+        wb.Target.from_pymc(model)
+
+
+def test_an_op_without_a_numba_implementation_is_refused_naming_it():
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+
+    class DoubleInPython(Op):
+        def make_node(self, x):
+            x = pt.as_tensor_variable(x)
+            return Apply(self, [x], [x.type()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = np.asarray(inputs[0] * 2.0)
+
+        def pullback(self, inputs, outputs, output_grads):
+            return [2.0 * output_grads[0]]
+
+    with pm.Model() as model:
+        a = pm.Normal("a", shape=2)
+        pm.Potential("p", -DoubleInPython()(a).sum() ** 2)
+    with pytest.raises(TargetError, match="no implementation of the Op.*DoubleInPython"):
+        wb.Target.from_pymc(model)
