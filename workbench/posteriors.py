@@ -23,11 +23,13 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from .errors import TargetError
 from .jit import jit
 from .numerics import LOG_2PI
 from .target import Target
-from .targets import datasets
+from .targets import datasets, latent
 from .targets.eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
 from .targets.regression import linear_regression, logistic_regression
 
@@ -133,6 +135,52 @@ def _logistic_model():
     return model
 
 
+def _stochastic_volatility_model():
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    y = latent.sv_data()
+    with pm.Model(coords={"day": np.arange(y.size)}) as model:
+        returns = pm.Data("returns", y)
+        mu = pm.Normal("mu", 0.0, 2.0)
+        phi = pm.Uniform("phi", -1.0, 1.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        h = pm.AR("h", rho=[phi], sigma=sigma, init_dist=pm.Normal.dist(0.0, sigma / pt.sqrt(1.0 - phi**2)),
+                  steps=y.size - 1, dims="day")
+        pm.Normal("obs", 0.0, pt.exp(0.5 * (mu + h)), observed=returns)
+    return model
+
+
+def _brownian_motion_model():
+    import pymc as pm
+
+    y, steps = latent.bm_data()
+    with pm.Model() as model:
+        obs = pm.Data("y", y)
+        sigma_innov = pm.LogNormal("sigma_innov", 0.0, 2.0)
+        sigma_obs = pm.LogNormal("sigma_obs", 0.0, 2.0)
+        x = pm.GaussianRandomWalk("x", sigma=sigma_innov, init_dist=pm.Normal.dist(0.0, sigma_innov),
+                                  steps=latent.BM_STEPS - 1)
+        pm.Normal("obs", x[steps], sigma_obs, observed=obs)
+    return model
+
+
+def _lgcp_model():
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    x, counts, m = latent.lgcp_data()
+    distance = np.abs(x[:, None] - x[None, :])
+    with pm.Model() as model:
+        y = pm.Data("counts", counts)
+        ls = pm.Gamma("ls", *latent.LGCP_LS_PRIOR)
+        amp = pm.HalfNormal("amp", 1.0)
+        cov = amp**2 * pt.exp(-distance / ls) + latent.LGCP_JITTER * np.eye(x.size)
+        f = pm.MvNormal("f", mu=np.full(x.size, m), cov=cov)
+        pm.Poisson("obs", pt.exp(f), observed=y)
+    return model
+
+
 @dataclass(frozen=True)
 class Posterior:
     """One bundled posterior: a line for listings, and its two forms."""
@@ -158,6 +206,15 @@ POSTERIORS = {
     "breast_cancer_logistic": Posterior(
         "logistic regression on the breast-cancer data, beta ~ N(0, 1), d = 31",
         lambda: logistic_regression("breast_cancer"), _logistic_model),
+    "stochastic_volatility": Posterior(
+        "stochastic volatility: 100 AR(1) latent log-volatilities, simulated returns, d = 103",
+        latent.stochastic_volatility, _stochastic_volatility_model),
+    "brownian_motion": Posterior(
+        "Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (Inference Gym), d = 32",
+        latent.brownian_motion, _brownian_motion_model),
+    "lgcp": Posterior(
+        "log-Gaussian Cox process: centred MvNormal latent field on a 100-point grid, simulated counts, d = 102",
+        latent.lgcp, _lgcp_model),
 }
 
 

@@ -1,0 +1,260 @@
+"""Latent-variable posteriors: the hierarchical models with a latent field or a latent time
+series that users bring, each on simulated data with a fixed seed (no network here), written
+on the same unconstrained coordinates as PyMC writes them (``wb.posteriors`` holds their
+PyMC models; a test checks the two agree).
+
+- ``stochastic_volatility``: daily returns y_t ~ N(0, exp((mu + h_t) / 2)) with log-volatilities
+  h following a stationary AR(1), h_0 ~ N(0, sigma^2 / (1 - phi^2)), h_t ~ N(phi h_{t-1}, sigma^2);
+  mu ~ N(0, 2^2), phi ~ Uniform(-1, 1), sigma ~ HalfNormal(1). Coordinates (mu, logit-scaled
+  phi, log sigma, h_0..h_{n-1}): d = n + 3 (103 by default). The model of Kim, Shephard and Chib
+  (1998), used by the MAMS paper's benchmark (Robnik et al. 2025, its "stochastic volatility").
+- ``brownian_motion``: a random walk x_t ~ N(x_{t-1}, s_i^2), x_0 ~ N(0, s_i^2), seen through
+  y_t ~ N(x_t, s_o^2) at every step but the middle ten; s_i, s_o ~ LogNormal(0, 2). Coordinates
+  (log s_i, log s_o, x_0..x_29): d = 32. Inference Gym's
+  ``BrownianMotionUnknownScalesMissingMiddleObservations`` (the MAMS paper's "Brownian motion").
+- ``lgcp``: a log-Gaussian Cox process on a 1-d grid: counts y_i ~ Poisson(exp(f_i)), the
+  latent field f ~ MvNormal(m, amp^2 exp(-|x_i - x_j| / ls) + 1e-6 I) (a Matern-1/2 kernel,
+  whose precision is banded: the square-exponential kernel's near-singular covariance on a
+  fine grid makes the centred field ill-posed for every method), ls ~ Gamma(2, 4),
+  amp ~ HalfNormal(1). Coordinates (log ls, log amp, f_0..f_{n-1}): d = n + 2 (102 by default).
+  Centred, as users write it (``pm.MvNormal`` with the covariance of the hyperparameters).
+
+None has a closed-form truth: studies score them against a reference NUTS run held to
+posteriordb's standard (``wb.reference``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import jit
+from ..numerics import LOG_2PI
+from ..target import Target
+
+SV_STEPS = 100
+SV_TRUE = {"mu": -1.0, "phi": 0.95, "sigma": 0.25}
+BM_STEPS = 30
+BM_MISSING = slice(10, 20)
+BM_TRUE = {"innovation_sd": 0.1, "observation_sd": 0.15}
+LGCP_POINTS = 100
+LGCP_JITTER = 1e-6
+LGCP_LS_PRIOR = (2.0, 4.0)  # Gamma(alpha, beta): mean 0.5 on a grid over [0, 5]
+
+
+# ----------------------------------------------------------------------------- data (fixed seeds)
+
+
+def sv_data(n: int = SV_STEPS, seed: int = 0) -> np.ndarray:
+    """Returns simulated from the model at mu = -1, phi = 0.95, sigma = 0.25."""
+    rng = np.random.default_rng(seed)
+    phi, sigma = SV_TRUE["phi"], SV_TRUE["sigma"]
+    h = np.empty(n)
+    h[0] = rng.normal(0.0, sigma / math.sqrt(1.0 - phi**2))
+    for t in range(1, n):
+        h[t] = phi * h[t - 1] + sigma * rng.standard_normal()
+    return np.exp(0.5 * (SV_TRUE["mu"] + h)) * rng.standard_normal(n)
+
+
+def bm_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(observed values, their step indices): a walk at s_i = 0.1 seen with s_o = 0.15, the
+    middle ten steps missing."""
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(BM_TRUE["innovation_sd"] * rng.standard_normal(BM_STEPS))
+    steps = np.delete(np.arange(BM_STEPS), np.arange(BM_STEPS)[BM_MISSING])
+    y = x[steps] + BM_TRUE["observation_sd"] * rng.standard_normal(steps.size)
+    return y, steps.astype(np.int64)
+
+
+def lgcp_data(n: int = LGCP_POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+    """(grid, counts, prior mean m): a field drawn at ls = 0.5, amp = 1 around log 3."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.0, 5.0, n)
+    k = np.exp(-np.abs(x[:, None] - x[None, :]) / 0.5) + LGCP_JITTER * np.eye(n)
+    f = math.log(3.0) + np.linalg.cholesky(k) @ rng.standard_normal(n)
+    counts = rng.poisson(np.exp(f)).astype(float)
+    return x, counts, float(np.log(counts.mean()))
+
+
+# ----------------------------------------------------------------------------- densities
+
+
+@jit
+def sv_logp_grad(theta, grad_out, data):
+    """theta = (mu, z, log sigma, h_0..h_{n-1}), phi = 2 sigmoid(z) - 1 (PyMC's interval
+    transform of Uniform(-1, 1), Jacobian log(2 s (1 - s))); see the module docstring."""
+    (y,) = data
+    n = y.size
+    mu, z, log_sigma = theta[0], theta[1], theta[2]
+    s = 1.0 / (1.0 + math.exp(-z))
+    phi = 2.0 * s - 1.0
+    sigma = math.exp(log_sigma)
+    inv_var = 1.0 / (sigma * sigma)
+    one_m_phi2 = 1.0 - phi * phi
+    # priors and Jacobians: N(0, 2^2), Uniform(-1, 1), HalfNormal(1)
+    lp = -0.125 * mu * mu - math.log(2.0) - 0.5 * LOG_2PI
+    lp += -math.log(2.0) + math.log(2.0 * s * (1.0 - s))
+    lp += math.log(2.0) - 0.5 * LOG_2PI - 0.5 * sigma * sigma + log_sigma
+    g_mu = -0.25 * mu
+    g_phi = 0.0
+    g_z = 1.0 - 2.0 * s
+    g_ls = 1.0 - sigma * sigma
+    # the stationary start h_0 ~ N(0, sigma^2 / (1 - phi^2))
+    h0 = theta[3]
+    lp += -0.5 * h0 * h0 * one_m_phi2 * inv_var - log_sigma + 0.5 * math.log(one_m_phi2) - 0.5 * LOG_2PI
+    grad_out[3] = -h0 * one_m_phi2 * inv_var
+    g_phi += h0 * h0 * phi * inv_var - phi / one_m_phi2
+    g_ls += h0 * h0 * one_m_phi2 * inv_var - 1.0
+    for t in range(1, n):
+        grad_out[3 + t] = 0.0
+    for t in range(1, n):
+        e = theta[3 + t] - phi * theta[2 + t]
+        lp += -0.5 * e * e * inv_var - log_sigma - 0.5 * LOG_2PI
+        grad_out[3 + t] -= e * inv_var
+        grad_out[2 + t] += phi * e * inv_var
+        g_phi += e * theta[2 + t] * inv_var
+        g_ls += e * e * inv_var - 1.0
+    # the returns: log N(y_t; 0, exp(mu + h_t))
+    for t in range(n):
+        a = mu + theta[3 + t]
+        w = y[t] * y[t] * math.exp(-a)
+        lp += -0.5 * w - 0.5 * a - 0.5 * LOG_2PI
+        g = 0.5 * w - 0.5
+        grad_out[3 + t] += g
+        g_mu += g
+    grad_out[0] = g_mu
+    grad_out[1] = g_z + g_phi * 2.0 * s * (1.0 - s)
+    grad_out[2] = g_ls
+    return lp
+
+
+@jit
+def bm_logp_grad(theta, grad_out, data):
+    """theta = (log s_i, log s_o, x_0..x_{T-1}); see the module docstring."""
+    y, steps = data
+    u_i, u_o = theta[0], theta[1]
+    inv_vi = math.exp(-2.0 * u_i)
+    inv_vo = math.exp(-2.0 * u_o)
+    n = theta.size - 2
+    # LogNormal(0, 2) priors with the Jacobian of the log transform: N(u; 0, 2^2)
+    lp = -0.125 * (u_i * u_i + u_o * u_o) - 2.0 * (math.log(2.0) + 0.5 * LOG_2PI)
+    g_i = -0.25 * u_i
+    g_o = -0.25 * u_o
+    previous = 0.0
+    for t in range(n):
+        e = theta[2 + t] - previous
+        lp += -0.5 * e * e * inv_vi - u_i - 0.5 * LOG_2PI
+        g_i += e * e * inv_vi - 1.0
+        grad_out[2 + t] = -e * inv_vi
+        if t > 0:
+            grad_out[1 + t] += e * inv_vi
+        previous = theta[2 + t]
+    for k in range(y.size):
+        t = steps[k]
+        r = y[k] - theta[2 + t]
+        lp += -0.5 * r * r * inv_vo - u_o - 0.5 * LOG_2PI
+        g_o += r * r * inv_vo - 1.0
+        grad_out[2 + t] += r * inv_vo
+    grad_out[0] = g_i
+    grad_out[1] = g_o
+    return lp
+
+
+@jit
+def lgcp_logp_grad(theta, grad_out, data):
+    """theta = (log ls, log amp, f_0..f_{n-1}); see the module docstring. O(n^3) per call
+    (a Cholesky factor and the inverse of the covariance)."""
+    x, counts, prior = data
+    m, alpha, beta = prior[0], prior[1], prior[2]
+    n = x.size
+    ls = math.exp(theta[0])
+    amp = math.exp(theta[1])
+    amp2 = amp * amp
+    # Gamma(alpha, beta) on ls and HalfNormal(1) on amp, with the log transforms' Jacobians
+    lp = alpha * math.log(beta) - math.lgamma(alpha) + alpha * theta[0] - beta * ls
+    lp += math.log(2.0) - 0.5 * LOG_2PI - 0.5 * amp2 + theta[1]
+    g_ls = alpha - beta * ls
+    g_amp = 1.0 - amp2
+    corr = np.empty((n, n))
+    cov = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            corr[i, j] = math.exp(-abs(x[i] - x[j]) / ls)
+            cov[i, j] = amp2 * corr[i, j]
+        cov[i, i] += LGCP_JITTER
+    r = np.empty(n)
+    for i in range(n):
+        r[i] = theta[2 + i] - m
+    chol = np.linalg.cholesky(cov)
+    inv = np.linalg.inv(cov)
+    a = inv @ r
+    quad = 0.0
+    log_det = 0.0
+    for i in range(n):
+        quad += r[i] * a[i]
+        log_det += 2.0 * math.log(chol[i, i])
+    lp += -0.5 * quad - 0.5 * log_det - 0.5 * n * LOG_2PI
+    # d/dtheta of the MvNormal: 0.5 a' dK a - 0.5 tr(K^-1 dK)
+    for i in range(n):
+        for j in range(n):
+            dk_ls = amp2 * corr[i, j] * abs(x[i] - x[j]) / ls
+            dk_amp = 2.0 * amp2 * corr[i, j]
+            w = 0.5 * (a[i] * a[j] - inv[i, j])
+            g_ls += w * dk_ls
+            g_amp += w * dk_amp
+    # the counts: Poisson(y; exp(f))
+    for i in range(n):
+        f = theta[2 + i]
+        rate = math.exp(f)
+        lp += counts[i] * f - rate - math.lgamma(counts[i] + 1.0)
+        grad_out[2 + i] = -a[i] + counts[i] - rate
+    grad_out[0] = g_ls
+    grad_out[1] = g_amp
+    return lp
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+def stochastic_volatility(n: int = SV_STEPS, seed: int = 0) -> Target:
+    y = sv_data(n, seed)
+    return Target(
+        name="stochastic_volatility",
+        dim=n + 3,
+        logp_grad=sv_logp_grad,
+        data=(y,),
+        param_names=("mu", "phi_interval__", "sigma_log__", *(f"h[{t}]" for t in range(n))),
+        initial_point=np.zeros(n + 3),
+        spec={"factory": "posterior", "name": "stochastic_volatility", "backend": "numba"},
+        description=f"stochastic volatility, AR(1) log-volatilities, {n} simulated returns (d = {n + 3}); no closed-form truth",
+    )
+
+
+def brownian_motion(seed: int = 0) -> Target:
+    y, steps = bm_data(seed)
+    return Target(
+        name="brownian_motion",
+        dim=BM_STEPS + 2,
+        logp_grad=bm_logp_grad,
+        data=(y, steps),
+        param_names=("sigma_innov_log__", "sigma_obs_log__", *(f"x[{t}]" for t in range(BM_STEPS))),
+        initial_point=np.zeros(BM_STEPS + 2),
+        spec={"factory": "posterior", "name": "brownian_motion", "backend": "numba"},
+        description="Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (d = 32); no closed-form truth",
+    )
+
+
+def lgcp(n: int = LGCP_POINTS, seed: int = 0) -> Target:
+    x, counts, m = lgcp_data(n, seed)
+    init = np.concatenate([[math.log(0.5), 0.0], np.full(n, m)])
+    return Target(
+        name="lgcp",
+        dim=n + 2,
+        logp_grad=lgcp_logp_grad,
+        data=(x, counts, np.array([m, *LGCP_LS_PRIOR])),
+        param_names=("ls_log__", "amp_log__", *(f"f[{i}]" for i in range(n))),
+        initial_point=init,
+        spec={"factory": "posterior", "name": "lgcp", "backend": "numba"},
+        description=f"log-Gaussian Cox process on a 1-d grid of {n} points, centred MvNormal field (d = {n + 2}); no closed-form truth",
+    )
