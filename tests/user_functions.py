@@ -183,3 +183,18 @@ def slow_standard_normal(theta, grad_out, data):
         lp -= 0.5 * theta[i] ** 2
     return lp
 
+
+
+@numba.njit(cache=True)
+def walled_gaussian_logp_grad(theta, grad_out, data):
+    """N(0, I) with log p = -inf (and a NaN gradient, as PyMC's failed checks give) where
+    theta[0] > 1.5: a support boundary a fit's draws cross now and then."""
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    if theta[0] > 1.5:
+        for i in range(theta.size):
+            grad_out[i] = math.nan
+        return -math.inf
+    return lp

@@ -16,7 +16,7 @@ from ..target import Target
 from ..vi import fit as F
 from ..vi import full_rank as FR
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .nn4post import DEFAULT_STEPS, VIDivergenceError, fit_messages, pareto_check
+from .nn4post import DEFAULT_STEPS, VIDivergenceError, fit_messages, note_rejected_steps, pareto_check
 
 INITS = ("laplace", "mode", "point")
 
@@ -166,7 +166,7 @@ class FullRankVI(Method):
                           controls[0])
 
         (out,), _ = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
-        done, n_grad, status, _ = out
+        done, n_grad, status, rejected = out
         clock.stop()
         if status == F.STATUS_STEPS and budget_cut:
             status = F.STATUS_BUDGET  # the steps were those the budget pays for
@@ -200,6 +200,7 @@ class FullRankVI(Method):
             info={"status": int(status), "steps": int(done), "start_grad_evals": int(start_grads),
                   "pareto_k": khat, **slope_info},
         )
+        note_rejected_steps(result, int(rejected))
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(
                 f"{self.name}: the loss or a parameter became NaN or infinite at step {done}; the last finite "

@@ -119,6 +119,17 @@ def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], 
     return messages, {"elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
 
 
+def note_rejected_steps(result: Result, rejected: int) -> None:
+    """Record the steps a fit rejected (a draw where the density was NaN or -inf, or an
+    overflowing update; each halved the rate) in ``info`` and say so."""
+    result.info["rejected_steps"] = int(rejected)
+    if rejected:
+        result.messages.append(
+            f"{rejected} step(s) rejected: a draw of q met a NaN or -inf density (or the update overflowed); "
+            "each halved the learning rate, which came back over the next ten accepted steps"
+        )
+
+
 def pareto_check(target: Target, approx, draws: np.ndarray) -> tuple[float, list[str]]:
     """The Pareto k-hat of q against the target from q's draws (Yao et al. 2018; ArviZ's
     PSIS), with a warning above 0.7. Costs one density evaluation per draw."""
@@ -560,13 +571,14 @@ class NN4Post(Method):
             settings = isettings.copy()
             state = F.new_state(params[i].size)
             adapter = _ComponentAdapter(self, target, rngs[i]) if adapt else None
-            t, n_grad, status, moves = 0, 0, F.STATUS_STEPS, []
+            t, n_grad, status, moves, rejected = 0, 0, F.STATUS_STEPS, [], 0
             while t < steps and controls[i, C_STOP] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
                 settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
-                t, n, status, _ = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i], rngs[i], settings,
-                                         fsettings, starts[i][1], state, traces[i], controls[i])
+                t, n, status, rejects = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i], rngs[i],
+                                               settings, fsettings, starts[i][1], state, traces[i], controls[i])
                 n_grad += n
+                rejected += int(rejects)
                 if status != F.STATUS_STEPS or adapter is None or t >= steps:
                     break
                 elbo = float(np.mean(traces[i, max(0, t - self.converge_window) : t, 0]))
@@ -578,15 +590,16 @@ class NN4Post(Method):
                 moves = list(adapter.moves)
             if controls[i, C_STOP] != 0 and status == F.STATUS_STEPS and t < steps:
                 status = F.STATUS_STOPPED
-            return t, n_grad, status, moves
+            return t, n_grad, status, moves, rejected
 
         outputs, interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         clock.stop()
         best = self._best_fit(outputs, traces)
-        done, _, status, moves = outputs[best]
+        done, _, status, moves, rejected = outputs[best]
         n_grad = search_grads + sum(int(out[1]) for out in outputs)
         result = self._result(target, seed, params[best], traces[best, :done], n_grad, clock, status, rngs[best])
         result.stats["component_moves"] = moves_trace[best, :done].copy()
+        note_rejected_steps(result, rejected)
         if search is not None:
             result.info["mode_search"] = {
                 "modes": len(search.modes), "starts": search.starts, "grad_evals": search.grad_evals,

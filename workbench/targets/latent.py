@@ -162,6 +162,50 @@ def bm_logp_grad(theta, grad_out, data):
 
 
 @jit
+def cholesky_in_place(a) -> bool:
+    """Overwrite the lower triangle of the symmetric ``a`` with its Cholesky factor; False
+    (and ``a`` half done) where ``a`` is not numerically positive definite. NumPy's raises
+    there, and a density must return -inf instead (as PyMC's ``posdef`` check does)."""
+    n = a.shape[0]
+    for j in range(n):
+        s = a[j, j]
+        for k in range(j):
+            s -= a[j, k] * a[j, k]
+        if not (s > 0.0 and math.isfinite(s)):
+            return False
+        a[j, j] = math.sqrt(s)
+        for i in range(j + 1, n):
+            s = a[i, j]
+            for k in range(j):
+                s -= a[i, k] * a[j, k]
+            a[i, j] = s / a[j, j]
+    return True
+
+
+@jit
+def inverse_from_cholesky(chol):
+    """K^-1 = L^-T L^-1 from the lower-triangular L (only its lower triangle is read)."""
+    n = chol.shape[0]
+    linv = np.zeros((n, n))
+    for j in range(n):  # columns of L^-1 by forward substitution
+        linv[j, j] = 1.0 / chol[j, j]
+        for i in range(j + 1, n):
+            s = 0.0
+            for k in range(j, i):
+                s -= chol[i, k] * linv[k, j]
+            linv[i, j] = s / chol[i, i]
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, n):
+                s += linv[k, i] * linv[k, j]
+            out[i, j] = s
+            out[j, i] = s
+    return out
+
+
+@jit
 def lgcp_logp_grad(theta, grad_out, data):
     """theta = (log ls, log amp, f_0..f_{n-1}); see the module docstring. O(n^3) per call
     (a Cholesky factor and the inverse of the covariance)."""
@@ -186,8 +230,12 @@ def lgcp_logp_grad(theta, grad_out, data):
     r = np.empty(n)
     for i in range(n):
         r[i] = theta[2 + i] - m
-    chol = np.linalg.cholesky(cov)
-    inv = np.linalg.inv(cov)
+    chol = cov.copy()
+    if not cholesky_in_place(chol):  # far out in (log ls, log amp): not positive definite
+        for i in range(theta.size):
+            grad_out[i] = math.nan
+        return -math.inf
+    inv = inverse_from_cholesky(chol)
     a = inv @ r
     quad = 0.0
     log_det = 0.0

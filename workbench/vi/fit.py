@@ -64,6 +64,13 @@ OPT_ADAM, OPT_GD = 0, 1
 OPTIMIZERS = {"adam": OPT_ADAM, "gd": OPT_GD}
 TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta")
 STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
+# A step whose draws meet a NaN or -inf density (or whose update overflows) is rejected and the
+# rate halved (as Stan's ADVI adapts its step size down when the ELBO is not finite); only this
+# many rejections in a row end the fit (status NONFINITE): the rate is then 2^-20 of its own.
+MAX_CONSECUTIVE_REJECTIONS = 20
+# after a rejection the rate comes back by 2^(1/10) per accepted step (ten steps undo a halving),
+# so a density with a hard boundary inside q's mass does not freeze the fit
+RATE_RECOVERY = 2.0 ** 0.1
 
 
 @jit
@@ -132,7 +139,13 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
     plateau = state[2 * n_par :]  # the stopping rule's running numbers (stopping.py)
     lr_end = fsettings[F_LR] * fsettings[F_LR_FINAL]
     anneal_steps = max(patience * window, 1)
-    for t in range(t_start, isettings[I_T_STOP]):
+    m1_before = np.empty(n_par)
+    m2_before = np.empty(n_par)
+    penalty = 1.0  # halved by every rejected step (a non-finite loss or update)
+    rejected = 0
+    consecutive = 0
+    t = t_start
+    while t < isettings[I_T_STOP]:
         if control[C_STOP] != 0:
             status = STATUS_STOPPED
             break
@@ -162,8 +175,14 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             )
         n_grad += n
         if bad or not math.isfinite(loss):
-            status = STATUS_NONFINITE
-            break
+            # a draw where the density is NaN or -inf: a rejected step, at half the rate after it
+            rejected += 1
+            consecutive += 1
+            penalty *= 0.5
+            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                status = STATUS_NONFINITE
+                break
+            continue
         # the paper's redefinitions of the gradient (sec. 3.2)
         if frozen == FROZEN_DIVIDE or frozen == FROZEN_CLIP:
             for i in range(k):
@@ -190,7 +209,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             mean /= k
             for i in range(k):
                 grad_a[i] -= mean
-        lr = learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
+        lr = penalty * learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
         if isettings[I_SCALE_BY_SIGMA] != 0:
             # each mean steps in units of its component's sd at this step, as the loss computed
             # it (frozen entries stay 0)
@@ -200,6 +219,8 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
                     p = k + i * d + j
                     if lr_scale[p] != 0.0:
                         lr_scale[p] = sigma[i, j]
+        m1_before[:] = m1
+        m2_before[:] = m2
         if isettings[I_OPTIMIZER] == OPT_ADAM:
             # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
             a_factor = r if dynamic_r else 1.0
@@ -209,11 +230,20 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
                       fsettings[F_ADAM_EPS], 1.0)
         else:
             gradient_descent_step(params, previous, grads, lr_scale, 0, params.size, lr)
-        if not all_finite(params):
+        if not all_finite(params):  # an overflowing update: undone, and rejected as above
             for p in range(params.size):
                 params[p] = previous[p]
-            status = STATUS_NONFINITE
-            break
+            m1[:] = m1_before
+            m2[:] = m2_before
+            rejected += 1
+            consecutive += 1
+            penalty *= 0.5
+            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                status = STATUS_NONFINITE
+                break
+            continue
+        consecutive = 0
+        penalty = min(1.0, penalty * RATE_RECOVERY)
         min_c = c[0]
         for i in range(k):
             min_c = min(min_c, c[i])
@@ -226,10 +256,11 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         traces[t, 6] = _norm(grads[k + k * d :])
         done = t + 1
         control[C_PROGRESS] = done
+        t += 1
         if record_elbo(-loss, done, window, patience, tol, lr, lr_end, plateau):
             status = STATUS_CONVERGED
             break
-    return done, n_grad, status, 0.0
+    return done, n_grad, status, float(rejected)
 
 
 fit_kernel = target_kernel(

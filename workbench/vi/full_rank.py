@@ -39,7 +39,15 @@ from numba import types
 
 from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from ..rng import fill_standard_normal
-from .fit import STATUS_BUDGET, STATUS_CONVERGED, STATUS_NONFINITE, STATUS_STEPS, STATUS_STOPPED
+from .fit import (
+    MAX_CONSECUTIVE_REJECTIONS,
+    RATE_RECOVERY,
+    STATUS_BUDGET,
+    STATUS_CONVERGED,
+    STATUS_NONFINITE,
+    STATUS_STEPS,
+    STATUS_STOPPED,
+)
 from .optimizers import adam_step, all_finite
 from .stopping import annealed_out, learning_rate, new_plateau, record_elbo
 
@@ -80,7 +88,13 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
     done = 0
     for p in range(n_par):
         average[p] = params[p]
-    for t in range(steps):
+    m1_before = np.empty(n_par)
+    m2_before = np.empty(n_par)
+    penalty = 1.0  # halved by every rejected step (fit.py's rule)
+    rejected = 0
+    consecutive = 0
+    t = 0
+    while t < steps:
         if control[C_STOP] != 0:
             status = STATUS_STOPPED
             break
@@ -119,13 +133,18 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
                 grad_mu[i] -= gi
                 for j in range(i + 1):  # the diagonal collects d/dL_ii, turned into d/dzeta_i below
                     grad_chol[i, j] -= gi * eta[s, j]
-        if bad:
-            status = STATUS_NONFINITE
-            break
+        if bad:  # a draw where the density is NaN or -inf: rejected, at half the rate after it
+            rejected += 1
+            consecutive += 1
+            penalty *= 0.5
+            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                status = STATUS_NONFINITE
+                break
+            continue
         for i in range(d):
             grad_chol[i, i] = (grad_chol[i, i] - 1.0 / sd[i]) * sigmoid[i]
         elbo = mean_logp + entropy + 0.5 * d * LOG_2PI_E
-        step_lr = learning_rate(t, steps, lr, lr_final, anneal_steps, plateau)
+        step_lr = penalty * learning_rate(t, steps, lr, lr_final, anneal_steps, plateau)
         # each coordinate's steps in units of its current marginal sd (the norm of L's row)
         for i in range(d):
             row = sd[i] * sd[i]
@@ -135,12 +154,23 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
             lr_scale[i] = row
             for j in range(i):
                 lr_scale[d + i * d + j] = row
+        m1_before[:] = m1
+        m2_before[:] = m2
         adam_step(params, previous, grads, m1, m2, lr_scale, 0, n_par, t, step_lr, BETA1, BETA2, ADAM_EPS, 1.0)
-        if not all_finite(params):
+        if not all_finite(params):  # an overflowing update: undone, and rejected as above
             for p in range(n_par):
                 params[p] = previous[p]
-            status = STATUS_NONFINITE
-            break
+            m1[:] = m1_before
+            m2[:] = m2_before
+            rejected += 1
+            consecutive += 1
+            penalty *= 0.5
+            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+                status = STATUS_NONFINITE
+                break
+            continue
+        consecutive = 0
+        penalty = min(1.0, penalty * RATE_RECOVERY)
         norm_mu = 0.0
         for i in range(d):
             norm_mu += grad_mu[i] * grad_mu[i]
@@ -157,10 +187,11 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
         traces[t, 3] = math.sqrt(norm_chol)
         done = t + 1
         control[C_PROGRESS] = done
+        t += 1
         if record_elbo(elbo, done, window, patience, tol, step_lr, lr_end, plateau):
             status = STATUS_CONVERGED
             break
-    return done, n_grad, status, 0.0
+    return done, n_grad, status, float(rejected)
 
 
 full_rank_kernel = target_kernel(
