@@ -96,9 +96,11 @@ def health_messages(diag: ChainDiagnostics) -> list[str]:
     if diag.r_hat_max > R_HAT_MAX:
         out.append(f"R-hat {diag.r_hat_max:.3f} > {R_HAT_MAX}: the chains disagree (not mixed)")
     floor = ESS_PER_CHAIN_MIN * diag.chains
-    low = [f"{kind} {v:.0f}" for kind, v in (("bulk", diag.ess_bulk_min), ("tail", diag.ess_tail_min)) if v < floor]
+    low = [f"{kind} ESS is {v:.0f}" for kind, v in (("bulk", diag.ess_bulk_min), ("tail", diag.ess_tail_min)) if v < floor]
     if low:
-        out.append(f"low ESS: {' and '.join(low)} < {ESS_PER_CHAIN_MIN} per chain ({floor}): too few effective draws")
+        out.append(f"low ESS: the smallest {' and the smallest '.join(low)}, below the {floor} needed "
+                   f"({ESS_PER_CHAIN_MIN} per chain x {diag.chains} chains): too few effective draws to trust "
+                   "the estimates; run longer")
     if diag.divergences:
         out.append(f"divergences: {diag.divergences} divergent transitions after warmup, the draws may be biased "
                    "(a higher target_accept takes smaller steps)")

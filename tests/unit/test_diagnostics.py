@@ -56,3 +56,13 @@ def test_reference_standard():
     low_energy = good._replace(bfmi_min=0.12)
     assert D.passes_reference_standard(low_energy) == (False, "E-BFMI 0.12 (needs > 0.2)")
     assert D.passes_reference_standard(good._replace(bfmi_min=np.nan))[0]  # no energies: not checked
+
+
+def test_the_low_ess_warning_says_it_plainly():
+    from workbench.diagnostics import ChainDiagnostics, health_messages
+
+    diag = ChainDiagnostics(chains=4, draws=1000, r_hat_max=1.0, ess_bulk_min=162.0, ess_tail_min=365.0,
+                            divergences=0, tree_depth_saturated=0.0, bfmi_min=1.0)
+    (message,) = health_messages(diag)
+    assert message.startswith("low ESS: the smallest bulk ESS is 162 and the smallest tail ESS is 365, "
+                              "below the 400 needed (100 per chain x 4 chains)")
