@@ -124,7 +124,9 @@ class FullRankVI(Method):
         mode = search.modes[0]
         message = f"started at a mode found by L-BFGS ({search.grad_evals} gradients)"
         if search.fallback:
-            message = f"the ascent to a mode did not converge; started from the best point it reached ({search.grad_evals} gradients)"
+            message = (f"the ascent found no mode (on a hierarchical posterior there may be none: log p grows "
+                       f"without bound as a scale goes to 0); started from the initial point with unit scales "
+                       f"({search.grad_evals} gradients)")
         chol, spent = np.diag(mode.sd), search.grad_evals
         if self.init == "laplace" and d <= M.FULL_HESSIAN_MAX_DIM and not search.fallback:
             hess, used = M.curvature(target, mode.x)

@@ -607,8 +607,9 @@ class NN4Post(Method):
                 "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
             }
             if search.fallback:
-                result.messages.insert(0, "mode search: no ascent converged within its evaluations; the fit "
-                                          "started from the best point reached")
+                result.messages.insert(0, "mode search: no ascent converged to a mode (on a hierarchical "
+                                          "posterior there may be none: log p grows without bound as a scale "
+                                          "goes to 0); the fit started from the initial point with unit scales")
             result.messages.insert(0, (
                 f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
                 f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")

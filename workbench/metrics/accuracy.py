@@ -46,6 +46,10 @@ from ..target import Target
 from .distances import sliced_wasserstein, wasserstein_per_marginal
 from .mcmc import ess_and_rhat
 
+FIT_MEAN_ERR_MAX = 0.5
+"""A fitted approximation whose mean is further than this (in posterior sds) from the truth or
+reference gets a ``fit_warning`` in its row (flag "far from the answer" in the health column)."""
+
 METRIC_KEYS = (
     "n_draws",
     "grad_evals",
@@ -193,6 +197,16 @@ def evaluate(
             row["sliced_w1"] = sliced_wasserstein(
                 (x - true_mean) / true_sd, (reference - true_mean) / true_sd, n_projections, w, seed
             )
+
+    if result.approximation is not None and row["mean_err_max"] > FIT_MEAN_ERR_MAX:
+        # a fitted approximation (VI, Laplace) that ends far from the answer is a failure of the
+        # method here, whatever its own diagnostics said: the row must say so
+        worst = int(np.argmax(mean_err))
+        against = "exact posterior" if truth is not None and truth.source == "exact" else "reference"
+        row["fit_warning"] = (
+            f"far from the answer: the fitted mean of {target.param_names[worst]} is {mean_err[worst]:.2f} sd from "
+            f"the {against}'s (> {FIT_MEAN_ERR_MAX}); {result.method} failed on this posterior"
+        )
 
     if truth is not None and truth.log_z is not None and result.log_z is not None:
         row["log_z_err"] = float(result.log_z - truth.log_z)

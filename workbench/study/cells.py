@@ -158,8 +158,9 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             extra = dict(metrics.study_metric(cell.extra)(result, target, reference))
             extra_arrays = extra.pop("_arrays", {})
             row.update(extra)
-        row["messages"] = " | ".join(result.messages)
-        row["health"] = health_flags(result.messages)
+        messages = list(result.messages) + ([row["fit_warning"]] if isinstance(row.get("fit_warning"), str) else [])
+        row["messages"] = " | ".join(messages)
+        row["health"] = health_flags(messages)
         if result.log_weights is None:
             arrays = {"draws": _thin(result.draws, cell.keep), **extra_arrays}
         else:

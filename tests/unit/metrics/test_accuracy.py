@@ -155,3 +155,17 @@ def test_nan_rows_in_the_reference_are_left_out_with_a_warning_in_the_row():
     assert np.isfinite(row["w1_max"]) and abs(row["w1_max"] - clean["w1_max"]) < 0.01
     with pytest.raises(ValueError, match="every row of the reference draws"):
         metrics.evaluate(res, t, reference=np.full((10, 2), np.nan))
+
+
+def test_a_fit_far_from_the_answer_is_flagged_in_its_row():
+    """Laplace at one peak of a three-peak mixture ends far from the mixture's mean: the row
+    says so (and the health column gets the flag); an exact sampler's row does not."""
+    from workbench.diagnostics import health_flags
+
+    t = wb.targets.gaussian_mixture(dim=2, n_components=3, seed=0)
+    row = wb.metrics.evaluate(wb.methods.Laplace().run(t, seed=0), t)
+    assert row["mean_err_max"] > 0.5
+    assert row["fit_warning"].startswith("far from the answer") and "Laplace failed" in row["fit_warning"]
+    assert health_flags([row["fit_warning"]]) == "far from the answer"
+    exact = wb.metrics.evaluate(wb.methods.Exact(chains=2, draws=500).run(t, seed=0), t)
+    assert "fit_warning" not in exact

@@ -1,0 +1,44 @@
+"""The same seed gives bit-identical draws and gradient counts in a fresh process, whatever
+the compile caches hold: two fresh interpreters, each with its own empty Numba and PyTensor
+caches, run NUTS and FullRankVI on a PyMC model and on a Numba target, then a third shares the
+first one's (now warm) caches."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r"""
+import hashlib, json
+import numpy as np
+import workbench as wb
+out = {}
+targets = {"pymc": wb.posteriors.load("eight_schools_centered", backend="pymc"),
+           "numba": wb.posteriors.load("brownian_motion")}
+for tname, t in targets.items():
+    for m in (wb.methods.NUTS(chains=2, warmup=300, draws=300), wb.methods.FullRankVI(steps=300, draws=200)):
+        r = m.run(t, seed=11)
+        out[f"{tname}/{m.name}"] = [hashlib.sha256(np.ascontiguousarray(r.draws).tobytes()).hexdigest(),
+                                    int(r.cost.grad_evals)]
+print(json.dumps(out))
+"""
+
+
+def _run(tmp, name):
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = str(tmp / name / "numba")
+    env["PYTENSOR_FLAGS"] = f"compiledir={tmp / name / 'pytensor'}"
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_same_seed_same_draws_in_fresh_processes_with_fresh_or_shared_caches(tmp_path):
+    first = _run(tmp_path, "a")
+    second = _run(tmp_path, "b")  # its own empty caches
+    third = _run(tmp_path, "a")  # the first one's caches, now warm
+    assert first == second == third
+    assert len(first) == 4 and all(n > 0 for _, n in first.values())
