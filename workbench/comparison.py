@@ -217,16 +217,25 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     parts.append(f", for {row['grads']:,.0f} gradients")
     parts.append(", and its diagnostics are clean." if row["healthy"] else
                  ", although no method's diagnostics are clean: read its health column before trusting it.")
-    better_unhealthy = by_method[(by_method["error"] < row["error"]) & ~by_method["healthy"]]
+    exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
+    floor = float(exact.median()) if len(exact) else 0.0
+    # differences within the Monte Carlo floor (what exact i.i.d. draws of the same size score)
+    # are not differences: those methods are tied with the pick
+    tied = [m for m in pick.index[1:] if pick.loc[m, "error"] - row["error"] <= floor] if floor > 0 else []
+    if tied:
+        parts.append(f". {', '.join(tied)} {'is' if len(tied) == 1 else 'are'} tied with it: the differences are "
+                     f"within the Monte Carlo floor ({floor:.3g})")
+    better_unhealthy = by_method[(by_method["error"] < row["error"] - floor) & ~by_method["healthy"]]
     if len(better_unhealthy):
-        parts.append(f" {', '.join(better_unhealthy.index)} scored lower but failed a diagnostic, so "
+        most = better_unhealthy.index[0]
+        parts.append(f" The most accurate was {most} ({better_unhealthy.iloc[0]['error']:.3g}), the cleanest {best}: "
+                     f"{', '.join(better_unhealthy.index)} scored lower but failed a diagnostic, so "
                      "would not have been trusted in practice.")
     cheap = pick[(pick["grads"] < 0.2 * row["grads"]) & (pick["error"] <= 2 * row["error"])]
     if len(cheap):
         c = cheap.sort_values("grads").iloc[0]
         parts.append(f" On a tighter budget, {cheap.sort_values('grads').index[0]} gets within 2x of that error "
                      f"({c['error']:.3g}) for {c['grads']:,.0f} gradients.")
-    exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
     if len(exact):
         parts.append(f" Exact i.i.d. draws (4,000) score {exact.median():.3g}: the Monte Carlo floor of a sampler "
                      "of that size.")

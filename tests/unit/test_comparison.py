@@ -137,10 +137,24 @@ def test_the_recommendation_prefers_a_healthy_method_and_says_why():
     text = recommendation(table)
     assert text.startswith("For this posterior at 100,000 gradient evaluations: NUTS, because")
     assert "(next: Pathfinder, 0.08)" in text and "diagnostics are clean" in text
-    assert "RWM scored lower but failed a diagnostic" in text
+    assert "The most accurate was RWM (0.03), the cleanest NUTS: RWM scored lower but failed a diagnostic" in text
     assert "On a tighter budget, Pathfinder gets within 2x of that error (0.08) for 3,000 gradients" in text
     assert "Exact i.i.d. draws (4,000) score 0.02" in text
     failing = recommendation(table, {"passes": False, "why_not": "R-hat 1.05", "divergences": 3})
     assert failing.startswith("Caution: the reference posterior fails posteriordb's standard (R-hat 1.05)")
     assert "reparametrisation" in failing
     assert recommendation(_table([("NUTS", 1e5, "error", np.nan, np.nan, "")])).startswith("No method produced")
+
+
+def test_the_recommendation_calls_differences_within_the_monte_carlo_floor_ties():
+    table = _table([
+        ("NUTS", 1e5, "ok", 0.05, 1e5, "ok"),
+        ("SMC", 1e5, "ok", 0.06, 1e5, "ok"),      # 0.01 worse: within the floor of 0.02
+        ("Pathfinder", 1e5, "ok", 0.2, 3e3, "ok"),
+        ("RWM", 1e5, "ok", 0.04, 1e5, "R-hat"),  # better by less than the floor: not 'more accurate'
+        ("Exact", np.nan, "ok", 0.02, 0, "ok"),
+    ])
+    text = recommendation(table)
+    assert "SMC is tied with it: the differences are within the Monte Carlo floor (0.02)" in text
+    assert "Pathfinder is tied" not in text and "Pathfinder are tied" not in text
+    assert "most accurate was RWM" not in text
