@@ -144,6 +144,11 @@ def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np
     return hessian_by_differences(target, x, rel_step, diagonal=not full), 2 * target.dim
 
 
+DEGENERATE_SD = 1e-8
+"""An optimum whose Laplace scale in some unconstrained coordinate is below this is degenerate
+(a funnel's neck), not a mode: real posteriors are not that narrow on the unconstrained space."""
+
+
 def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray | None, float, int]:
     """(mean-field scales 1/sqrt(-H_jj), Laplace log evidence, gradients used) at x; the scales
     are None (and the evidence NaN) when -H is not positive definite there."""
@@ -224,7 +229,10 @@ def find_modes(
                 return
         sd, log_z, calls = laplace_summary(target, x, lp)
         used += calls
-        if sd is None:
+        if sd is None or np.min(sd) < DEGENERATE_SD:
+            # a saddle, or the neck of a funnel: on a hierarchical posterior L-BFGS "converges"
+            # where a group scale has run off to exp(-30..-80) and its latents sit on their mean
+            # with sds of 1e-13..1e-36 (the Brownian motion's "modes"): not a mode of any use
             saddles += 1
             return
         modes.append({"x": x, "logp": lp, "sd": sd, "log_z": log_z, "hits": 1})
