@@ -24,3 +24,17 @@ def quick_study(tmp_path_factory):
             return done[name]
 
         yield run
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, whatever disposition the
+    process inherited: a shell starts background jobs (and some CI runners start their
+    commands) with SIGINT ignored, and a test that sends SIGINT would then wait in vain."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -223,7 +223,7 @@ def test_arviz_energy_and_rank_plots_work_on_sampler_output(tmp_path):
     assert np.all(az.bfmi(tree)["energy"].values > 0.3)
 
 
-def test_ctrl_c_keeps_the_draws_made_so_far():
+def test_ctrl_c_keeps_the_draws_made_so_far(ctrl_c_raises):
     # a small target and an early interrupt: the diagnostics of what is kept take time in
     # proportion to draws x d (at d = 200, 3 s of draws took 72 s to check)
     t = wb.targets.gaussian(20, scales="logspace")

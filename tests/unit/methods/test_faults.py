@@ -120,7 +120,7 @@ def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised
 # ------------------------------------------------------------------ Ctrl-C
 
 
-def test_ctrl_c_stops_importance_sampling_and_keeps_what_it_evaluated():
+def test_ctrl_c_stops_importance_sampling_and_keeps_what_it_evaluated(ctrl_c_raises):
     t = _target(slow_standard_normal, data=(np.array([2.0e4]),))
     proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
     wb.methods.ImportanceSampling(proposal=proposal, n=10, progress=False).run(t, seed=0)  # compiled first
