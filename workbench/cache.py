@@ -11,6 +11,7 @@ naming the file, deletes the entry and returns None, so the caller recomputes it
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -23,6 +24,19 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CacheWarning
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A hash of the library's own source (every ``.py`` file under ``workbench/``): part of
+    every cache key, so a cell or reference computed by other code, even under the same
+    version number, is computed again rather than reused (a changed default, a fixed bug)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def spec_hash(fields: dict) -> str:

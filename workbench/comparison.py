@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import TargetError
+from .references import REFERENCE_RUNS
 from .target import Target
 
 QUICK_BUDGETS = (10_000, 100_000)
@@ -309,10 +310,11 @@ def _truth_note(target: Target, reference: dict | None) -> str:
         return f"Scored against the exact posterior of {target.name} ({target.truth.source if target.truth else ''})."
     verdict = ("passes posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no divergences, E-BFMI > 0.2)"
                if reference.get("passes") else f"FAILS posteriordb's standard: {reference.get('why_not', '')}")
+    remedy = reference.get("remedy") or ""
     return (f"No exact posterior: scored against a reference NUTS run ({reference.get('n_draws', 0):,} draws, "
             f"R-hat max {reference.get('r_hat_max', math.nan):.3f}, bulk ESS min {reference.get('ess_bulk_min', math.nan):,.0f}, "
             f"tail ESS min {reference.get('ess_tail_min', math.nan):,.0f}, {reference.get('divergences', 0)} divergences), "
-            f"which {verdict}.")
+            f"which {verdict}." + (f" {remedy[0].upper()}{remedy[1:]}." if remedy else ""))
 
 
 # ----------------------------------------------------------------------------- the entry point
@@ -389,6 +391,9 @@ def compare(
         title=f"Which method for {built.name}? Every method at equal gradient budgets",
         grid=lambda _quick: grid_for(spec, built, budgets, range(n_seeds)),
         report=_report(built, budgets),
+        # the verdict is only as good as its reference: a failing one is re-run with the usual
+        # remedies (references.remedied) even in the quick grid
+        reference_runs=REFERENCE_RUNS,
         description=(f"{built.description or built.name} (d = {built.dim}): every applicable method at "
                      f"{', '.join(f'{b:,}' for b in budgets)} gradient evaluations, {n_seeds} seed(s), scored against "
                      f"{'the exact posterior' if built.truth is not None else 'a reference NUTS run'}."),

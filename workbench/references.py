@@ -11,8 +11,8 @@ of the target, built once and cached on disk::
 
 A reference must pass posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400 for
 every parameter, no divergences, E-BFMI > 0.2; Magnusson et al. 2024). One that fails is run
-again, up to ``REFERENCE_RUNS`` runs: with a smaller step (target_accept moved toward 1) if
-it diverged, with twice the warmup and draws if its ESS was short; not when R-hat says its
+again, up to ``REFERENCE_RUNS`` runs (:func:`remedied`): with a smaller step (target_accept 0.95,
+then 0.99) and a longer warmup if it diverged, with twice the warmup and draws if its ESS was short; not when R-hat says its
 chains sit in different modes (longer runs do not fix that). A reference that still fails
 is kept and says so (``passes``, ``why_not``): pages and rows built on it must say it too.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import CellCache, spec_hash
+from .cache import CellCache, code_digest, spec_hash
 from .diagnostics import (
     REFERENCE_STANDARD,
     ChainDiagnostics,
@@ -73,13 +73,22 @@ class Reference:
     def sd(self) -> np.ndarray:
         return self.draws.std(axis=0)
 
+    def remedy(self) -> str:
+        """What the reference took, in words: '' for a first run that passed."""
+        if self.runs == 1:
+            return ""
+        m = self.method
+        return (f"the first run failed posteriordb's standard; run {self.runs} "
+                f"({'passed' if self.passes else 'still failed'}) used target_accept {m.get('target_accept', 0.8):g}, "
+                f"warmup {m.get('warmup', 1000):,} and {m.get('draws', 1000):,} draws per chain")
+
     def info(self) -> dict:
         """A flat summary for tables and cache entries (no draws)."""
         d = self.diagnostics
         return {"method": self.method, "seed": self.seed, "runs": self.runs, "n_draws": int(self.draws.shape[0]),
                 "r_hat_max": d.r_hat_max, "ess_bulk_min": d.ess_bulk_min, "ess_tail_min": d.ess_tail_min,
                 "divergences": d.divergences, "bfmi_min": d.bfmi_min, "passes": self.passes,
-                "why_not": self.why_not, "grad_evals": self.grad_evals}
+                "why_not": self.why_not, "grad_evals": self.grad_evals, "remedy": self.remedy()}
 
     def as_truth(self) -> Truth:
         """A :class:`Truth` whose mean and sd come from the draws (``source="reference"``); the
@@ -100,6 +109,28 @@ class Reference:
                    grad_evals=info["grad_evals"], diagnostics=diag, passes=info["passes"], why_not=info["why_not"])
 
 
+TARGET_ACCEPT_LADDER = (0.95, 0.99)
+"""The step-size remedy for divergences, in order (Stan's and PyMC's advice): the next
+target_accept above the run's."""
+
+
+def remedied(spec: dict, diag: ChainDiagnostics) -> dict:
+    """The next run's settings after a run that failed the standard: divergences raise
+    target_accept to the next of 0.95, 0.99 (smaller steps through a funnel's neck) and
+    lengthen the warmup by half (more time to adapt the step size to it); short ESS doubles
+    warmup and draws."""
+    spec = dict(spec)
+    if diag.divergences:
+        current = spec.get("target_accept", 0.8)
+        higher = [a for a in TARGET_ACCEPT_LADDER if a > current + 1e-12]
+        spec["target_accept"] = higher[0] if higher else 1.0 - (1.0 - current) / 2
+        spec["warmup"] = int(1.5 * spec.get("warmup", 1000))
+    if min(diag.ess_bulk_min, diag.ess_tail_min) < REFERENCE_STANDARD["ess_min"]:
+        spec["warmup"] = 2 * spec.get("warmup", 1000)
+        spec["draws"] = 2 * spec.get("draws", 1000)
+    return spec
+
+
 def build_reference(target: Target, method: dict | None = None, seed: int = 0, max_runs: int = REFERENCE_RUNS) -> Reference:
     """Run the reference (no cache): ``method`` is a method spec (default ``DEFAULT_REFERENCE``),
     re-run with adjusted settings while it fails posteriordb's standard (module docstring), up
@@ -117,10 +148,7 @@ def build_reference(target: Target, method: dict | None = None, seed: int = 0, m
         passes, why_not = passes_reference_standard(diag)
         if passes or diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT or run == max_runs:
             break
-        if diag.divergences:
-            spec = {**spec, "target_accept": 1.0 - (1.0 - spec.get("target_accept", 0.8)) / 3}
-        if min(diag.ess_bulk_min, diag.ess_tail_min) < REFERENCE_STANDARD["ess_min"]:
-            spec = {**spec, "warmup": 2 * spec.get("warmup", 1000), "draws": 2 * spec.get("draws", 1000)}
+        spec = remedied(spec, diag)
     return Reference(draws=result.flat_draws(), method=spec, seed=seed + run - 1, runs=run, grad_evals=grad_evals,
                      diagnostics=diag, passes=passes, why_not=why_not, param_names=target.param_names)
 
@@ -141,7 +169,7 @@ def reference_key(target_spec: dict, method: dict, seed: int = 0, data: str | No
     (and, for a user's target, its data digest; the number of runs allowed when not the default)."""
     from . import __version__
 
-    fields = {"target": target_spec, "method": method, "seed": seed, "version": __version__}
+    fields = {"target": target_spec, "method": method, "seed": seed, "version": f"{__version__}+{code_digest()}"}
     if max_runs != REFERENCE_RUNS:
         fields["max_runs"] = max_runs
     if data is not None:

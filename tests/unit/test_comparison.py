@@ -158,3 +158,16 @@ def test_the_recommendation_calls_differences_within_the_monte_carlo_floor_ties(
     assert "SMC is tied with it: the differences are within the Monte Carlo floor (0.02)" in text
     assert "Pathfinder is tied" not in text and "Pathfinder are tied" not in text
     assert "most accurate was RWM" not in text
+
+
+def test_the_page_says_which_remedy_made_the_reference_pass():
+    from workbench.comparison import _truth_note
+
+    t = wb.targets.eight_schools(centered=True)
+    info = {"n_draws": 20000, "r_hat_max": 1.004, "ess_bulk_min": 900.0, "ess_tail_min": 800.0, "divergences": 0,
+            "passes": True, "remedy": "the first run failed posteriordb's standard; run 2 (passed) used "
+                                      "target_accept 0.95, warmup 1,500 and 2,500 draws per chain"}
+    note = _truth_note(t, info)
+    assert "passes posteriordb's standard" in note
+    assert note.endswith("The first run failed posteriordb's standard; run 2 (passed) used target_accept 0.95, "
+                         "warmup 1,500 and 2,500 draws per chain.")

@@ -69,3 +69,28 @@ def test_a_users_target_is_keyed_by_its_data():
     # a built-in target is keyed by its spec, the same key the study runner uses
     t = wb.targets.logistic_regression(n_data=30, dim=2)
     assert R.target_reference_key(t) == R.reference_key(dict(t.spec), R.DEFAULT_REFERENCE, 0)
+
+
+def test_a_failing_reference_is_remedied_as_stan_advises():
+    from workbench.diagnostics import ChainDiagnostics
+    from workbench.references import remedied
+
+    def diag(divergences=0, ess=1000.0):
+        return ChainDiagnostics(chains=4, draws=1000, r_hat_max=1.0, ess_bulk_min=ess, ess_tail_min=ess,
+                                divergences=divergences, tree_depth_saturated=0.0, bfmi_min=1.0)
+
+    spec = {"method": "NUTS", "warmup": 1000, "draws": 2500, "target_accept": 0.9}
+    first = remedied(spec, diag(divergences=3))
+    assert first["target_accept"] == 0.95 and first["warmup"] == 1500 and first["draws"] == 2500
+    second = remedied(first, diag(divergences=1))
+    assert second["target_accept"] == 0.99
+    assert remedied(spec, diag(ess=200.0)) == {**spec, "warmup": 2000, "draws": 5000}
+
+
+def test_reference_keys_see_the_code(monkeypatch):
+    """A reference computed by other code (a changed default) is not reused."""
+    import workbench.references as R
+
+    before = R.reference_key({"factory": "gaussian", "dim": 2}, dict(R.DEFAULT_REFERENCE))
+    monkeypatch.setattr(R, "code_digest", lambda: "other code")
+    assert R.reference_key({"factory": "gaussian", "dim": 2}, dict(R.DEFAULT_REFERENCE)) != before

@@ -48,6 +48,7 @@ class Study:
     report: Callable | None = None
     description: str = ""
     reference_method: dict = field(default_factory=lambda: dict(DEFAULT_REFERENCE))
+    reference_runs: int | None = None  # runs a failing reference may take; None: 1 quick, 3 full
 
 
 @dataclass
@@ -89,9 +90,11 @@ def page_folder(out: str | Path, name: str, quick: bool) -> Path:
 
 
 def _version() -> str:
+    """The version part of every cell's cache key: the package version and its code's digest."""
     from .. import __version__
+    from ..cache import code_digest
 
-    return __version__
+    return f"{__version__}+{code_digest()}"
 
 
 def _progress_bar(total: int, description: str, progress):
@@ -163,7 +166,7 @@ def run_study(
     version = _version()
     cells = list(study.grid(quick))
     # a failing reference is run again, longer, in the full grids; the quick ones say it fails
-    reference_runs = QUICK_REFERENCE_RUNS if quick else REFERENCE_RUNS
+    reference_runs = study.reference_runs or (QUICK_REFERENCE_RUNS if quick else REFERENCE_RUNS)
     if not cells:
         raise ValueError(f"study {study.name!r} has an empty grid")
     table_path = page_folder(out, study.name, quick) / "table.csv"
