@@ -70,7 +70,24 @@ class Gaussian:
     """A multivariate normal N(mean, cov), e.g. the Laplace approximation.
 
     ``sample`` uses the Cholesky factor; ``logpdf`` solves with it (no explicit inverse).
+    ``Gaussian.from_cholesky(mean, L)`` keeps a fit's own factor (a full-rank VI fit with a
+    tiny scale: L L^T rounds to an indefinite matrix, and its factor would not be recovered).
     """
+
+    @classmethod
+    def from_cholesky(cls, mean, chol) -> "Gaussian":
+        """N(mean, L L^T) from a lower-triangular L with a positive diagonal."""
+        chol = np.tril(np.atleast_2d(_float_array("chol", chol)))
+        mean = _float_array("mean", mean, ndim=1)
+        if chol.shape != (mean.size, mean.size) or not np.all(np.isfinite(chol)) or not np.all(np.diag(chol) > 0):
+            raise ValueError(f"chol must be a finite ({mean.size}, {mean.size}) lower-triangular matrix with a "
+                             "positive diagonal")
+        self = cls.__new__(cls)
+        self.mean = mean
+        self.chol = chol
+        self.cov = chol @ chol.T
+        self._log_norm = -0.5 * mean.size * math.log(2 * math.pi) - np.sum(np.log(np.diag(chol)))
+        return self
 
     def __init__(self, mean, cov):
         self.mean = _float_array("mean", mean, ndim=1)

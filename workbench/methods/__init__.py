@@ -8,6 +8,7 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 """
 
 from .base import Method
+from .dadvi import DADVI
 from .exact import Exact
 from .full_rank_vi import FullRankVI
 from .hmc import HMC, NUTS
@@ -51,6 +52,7 @@ def build_method(spec: dict) -> Method:
 __all__ = [
     "available",
     "build_method",
+    "DADVI",
     "method_class",
     "Exact",
     "FullRankVI",

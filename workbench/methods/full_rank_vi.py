@@ -181,7 +181,7 @@ class FullRankVI(Method):
             raise VIDivergenceError(
                 f"{self.name}: the covariance overflowed at step {done} (try a smaller learning_rate)", done, None
             )
-        approx = Gaussian(mu, cov)
+        approx = Gaussian.from_cholesky(mu, chol)
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), window):]
