@@ -85,7 +85,7 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
 # from result.messages (VI, importance sampling and SMC word their own k-hat, convergence and
 # tempering warnings)
 FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged",
-         "ladder incomplete", "NaN density", "density raised", "far from the answer")
+         "ladder incomplete", "NaN density", "density raised", "far from the answer", "funnel")
 
 
 def health_messages(diag: ChainDiagnostics) -> list[str]:

@@ -312,3 +312,24 @@ def test_mean_field_vi_reaches_its_familys_optimum_on_a_latent_variable_model():
     assert gap.max() < 0.15, (t.param_names[int(np.argmax(gap))], gap.max())
     sd_ratio = np.sqrt(np.diag(fit.approximation.cov)) / sd_opt
     assert np.all(np.abs(sd_ratio - 1.0) < 0.15)
+
+
+@pytest.mark.slow
+def test_on_centred_eight_schools_each_vi_method_lands_or_says_it_failed_and_why():
+    """The funnel: a Gaussian family cannot fit it. Each VI method either ends within 0.5
+    posterior sds of the answer (NUTS on the non-centred form, mapped to the centred
+    coordinates: theta_j = mu + tau eta_j) or its messages say it failed and why."""
+    noncentred = wb.targets.eight_schools(centered=False)
+    ref = wb.methods.NUTS(chains=4, warmup=1000, draws=2500, target_accept=0.95, progress=False).run(noncentred, seed=0)
+    x = ref.flat_draws()
+    centred_draws = np.column_stack([x[:, 0], x[:, 1], x[:, :1] + np.exp(x[:, 1:2]) * x[:, 2:]])
+    mean, sd = centred_draws.mean(axis=0), centred_draws.std(axis=0)
+    t = wb.targets.eight_schools(centered=True)
+    for method in (wb.methods.MeanFieldVI(progress=False), wb.methods.FullRankVI(progress=False),
+                   wb.methods.Pathfinder(), wb.methods.DADVI()):
+        res = method.run(t, seed=1)
+        err = np.max(np.abs(res.approximation.mean - mean) / sd)
+        said = [m for m in res.messages if m.startswith(("funnel", "Pareto k-hat"))]
+        assert err <= 0.5 or (said and "funnel" in said[0] + said[-1]), (method.name, err, res.messages)
+    fit = wb.methods.FullRankVI(progress=False).run(t, seed=1)
+    assert any(m.startswith("funnel: no mode was found") for m in fit.messages)

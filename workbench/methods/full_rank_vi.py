@@ -16,7 +16,14 @@ from ..target import Target
 from ..vi import fit as F
 from ..vi import full_rank as FR
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .nn4post import DEFAULT_STEPS, VIDivergenceError, fit_messages, note_rejected_steps, pareto_check
+from .nn4post import (
+    DEFAULT_STEPS,
+    VIDivergenceError,
+    fit_messages,
+    funnel_message,
+    note_rejected_steps,
+    pareto_check,
+)
 
 INITS = ("laplace", "mode", "point")
 
@@ -189,6 +196,8 @@ class FullRankVI(Method):
         if start_message:
             messages.insert(0, start_message)
         khat, khat_messages = pareto_check(target, approx, draws.reshape(-1, d))
+        if start_message and start_message.startswith("the ascent found no mode"):
+            khat_messages += funnel_message(khat)
         result = self.result(
             target, seed, draws, clock,
             grad_evals=start_grads + n_grad,

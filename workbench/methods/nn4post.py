@@ -137,9 +137,22 @@ def pareto_check(target: Target, approx, draws: np.ndarray) -> tuple[float, list
     if khat > PARETO_K_GOOD:
         return khat, [
             f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
-            "posterior (its tails are too light or a mode is missing); importance-correct it or trust it less"
+            "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
+            "importance-correct it or trust it less"
         ]
     return khat, []
+
+
+def funnel_message(khat: float) -> list[str]:
+    """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass:
+    the hierarchical funnel, which no Gaussian or mixture of a few fits. Empty otherwise."""
+    if not khat > PARETO_K_GOOD:
+        return []
+    return [
+        f"funnel: no mode was found and k-hat is {khat:.2f}: the posterior looks like a hierarchical funnel "
+        "(log p grows without bound as a group scale goes to 0), which this family cannot fit, so the fit "
+        "has failed here; a non-centred parametrisation is the cure, or NUTS with a high target_accept"
+    ]
 
 
 class _ComponentAdapter:
@@ -607,6 +620,7 @@ class NN4Post(Method):
                 "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
             }
             if search.fallback:
+                result.messages.extend(funnel_message(result.info["pareto_k"]))
                 result.messages.insert(0, "mode search: no ascent converged to a mode (on a hierarchical "
                                           "posterior there may be none: log p grows without bound as a scale "
                                           "goes to 0); the fit started from the initial point with unit scales")

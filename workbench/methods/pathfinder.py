@@ -213,7 +213,8 @@ class Pathfinder(Method):
         if khat > PARETO_K_GOOD:
             messages.append(
                 f"Pareto k-hat {khat:.2f} > {PARETO_K_GOOD}: the Gaussian misses mass of the posterior "
-                "(its tails are too light, or the paths found different modes); trust the draws less"
+                "(its tails are too light, the paths found different modes, or the posterior is a funnel); "
+                "trust the draws less"
             )
         trace = np.array(outputs[best]["elbo_trace"], dtype=float)
         return self.result(
