@@ -11,11 +11,13 @@ import numpy as np
 from scipy import optimize
 
 from ..approximations import Gaussian
+from ..errors import NonFiniteDensityError
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int
 from .nn4post import pareto_check
+from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per
 # parameter, N gradients each) is not built: no linear response and no standard errors
@@ -53,7 +55,9 @@ class DADVI(Method):
     max_iter : Newton iterations at most.
     draws, chains : draws from q returned as ``Result.draws``.
 
-    The start is the target's initial point with unit scales (ADVI's start). ``result.stats``
+    The start is the target's initial point with unit scales (ADVI's start), or where the
+    density is not finite there, a point jittered around it by uniform(-2, 2) (as the
+    samplers start, up to 100 tries, counted). ``result.stats``
     holds ``mean_mcse``, the Monte Carlo standard error of each posterior mean from the fixed
     draws (the sandwich H^-1 S H^-1 / N of the paper's sec. 3.3, S the draws' gradient
     covariance); ``info["converged"]`` says whether the gradient test was met. Every gradient
@@ -86,9 +90,16 @@ class DADVI(Method):
                              f"full-rank family is unbounded with {n_draws} draws); give n_draws = {10 * d} or None")
         rng = chain_rngs(seed, 1)[0]
         eta = rng.standard_normal((n_draws, d))
-        objective = FD.FixedDrawsObjective(kernel, target, eta, self.full_rank, budget.grad_evals)
-        target.check_point(target.initial_point, what="initial point")
-        start = FD.pack(target.initial_point, np.eye(d), self.full_rank)
+        objective = FD.FixedDrawsObjective(kernel, target, eta, self.full_rank,
+                                           None if budget.grad_evals is None else budget.grad_evals - 1)
+        # the initial point, or where it is not finite the shared jittered retries (counted)
+        try:
+            target.check_point(target.initial_point, what="initial point")
+            x0, start_evals = target.initial_point, 1
+        except NonFiniteDensityError:
+            points, start_evals = initial_points(target, [rng], None, 2.0)
+            x0, start_evals = points[0], start_evals + 1
+        start = FD.pack(x0, np.eye(d), self.full_rank)
         messages: list[str] = []
         converged, iterations, budget_spent = False, 0, False
         try:
@@ -129,9 +140,9 @@ class DADVI(Method):
             info["mean_mcse"] = stats["mean_mcse"]
         return self.result(
             target, seed, draws, clock,
-            grad_evals=objective.grad_evals,
+            grad_evals=start_evals + objective.grad_evals,
             # the k-hat diagnostic's densities at the draws are counted as density evaluations only
-            logp_evals=objective.grad_evals + draws.shape[0] * draws.shape[1],
+            logp_evals=start_evals + objective.grad_evals + draws.shape[0] * draws.shape[1],
             approximation=approx,
             log_z=-float(objective.best[0]),  # the fixed-draw ELBO: a noisy lower bound on log Z
             stats=stats,

@@ -17,7 +17,6 @@ during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import math
 import os
@@ -106,9 +105,7 @@ class _Hamiltonian(ChainSampler):
         if isinstance(self.init, str) and self.init == "pathfinder":
             chains = start_chains(self, kernel, target, seed, budget)
             chains.x0, chains.inv_mass, spent = self._pathfinder_start(target, seed, budget)
-            chains.start_grad_evals = spent
-            if budget.grad_evals is not None:
-                chains.budget = dataclasses.replace(budget, grad_evals=max(budget.grad_evals - spent, len(chains.rngs)))
+            chains.start_grad_evals = spent  # paid from the budget (Chains.grad_budget_per_chain)
             return chains
         return super().start_chains(kernel, target, seed, budget)
 
@@ -205,10 +202,7 @@ class _Hamiltonian(ChainSampler):
                 f"{failed} of {updates} {self.metric} metric estimates were not finite or not positive definite: "
                 "those kept the diagonal alone")
             warnings.warn(f"{self.name} on {target.name}: {result.messages[-1]}", RuntimeWarning, stacklevel=3)
-        if pathfinder_evals:  # Pathfinder's gradients are part of the warmup's cost
-            result.cost.grad_evals += pathfinder_evals
-            result.cost.logp_evals += pathfinder_evals
-            result.cost.warmup_grad_evals += pathfinder_evals
+        if pathfinder_evals and isinstance(self.init, str):  # init="pathfinder"; in the cost already (Chains.result)
             result.info["pathfinder_grad_evals"] = pathfinder_evals
             result.messages.insert(0, f"started from Pathfinder draws and its variances ({pathfinder_evals} gradients)")
         return result

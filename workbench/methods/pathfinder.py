@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -151,14 +152,16 @@ class Pathfinder(Method):
         clock = RunClock()
         clock.compile(log_ratios, target)
         rngs = chain_rngs(seed, self.paths)
-        x0 = initial_points(target, rngs, None, self.init_jitter)
+        x0, start_evals = initial_points(target, rngs, None, self.init_jitter)
+        if budget.grad_evals is not None:  # the starts are paid from the budget
+            budget = dataclasses.replace(budget, grad_evals=max(budget.grad_evals - start_evals, 0))
         limit = self._path_budget(target, budget)
         controls = np.zeros((self.paths, 2), dtype=np.int64)
         outputs, interrupted = run_in_threads(
             lambda i: self._one_path(target, x0[i], rngs[i], limit, controls[i]),
             controls, self.max_iters, self.progress, f"{self.name} on {target.name}",
         )
-        spent = sum(o["evals"] for o in outputs)
+        spent = start_evals + sum(o["evals"] for o in outputs)
         report = [
             {"iterations": o["iterations"], "grad_evals": o["evals"], "best_iteration": o["best_iter"],
              "elbo": o["elbo"], "skipped_iterates": o["skipped"], "rejected_pairs": o["rejected_pairs"], "lbfgs": o["message"]}
@@ -184,7 +187,7 @@ class Pathfinder(Method):
             messages.append(f"skipped {skipped} iterate(s) whose inverse Hessian estimate was not positive definite")
         best = max(good, key=lambda i: outputs[i]["elbo"])
         approx = outputs[best]["best"]
-        info = {"paths": report, "best_path": best}
+        info = {"paths": report, "best_path": best, "start_grad_evals": int(start_evals)}
         rng = rngs[best]
         if self.paths == 1:
             draws = approx.sample(self.draws, rng)

@@ -16,6 +16,7 @@ one float of its choice).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -31,12 +32,20 @@ from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int, per_task_budget, run_in_threads
 
 
-def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.ndarray:
+class StartingPoints(NamedTuple):
+    """One starting point per chain (or path), and the density evaluations spent finding them
+    (part of the run's cost)."""
+
+    points: np.ndarray  # (chains, d)
+    evals: int
+
+
+def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> StartingPoints:
     """One starting point per chain, each checked to have a finite density and gradient.
 
     ``init`` may be None (the target's initial point plus uniform(-jitter, jitter) noise,
-    as Stan does, redrawn up to 100 times where the density is not finite), one point
-    (d,) for all chains, or (chains, d).
+    as Stan and PyMC do, redrawn up to 100 times where the density is not finite), one point
+    (d,) for all chains, or (chains, d). Every evaluation of the density is counted.
     """
     chains = len(rngs)
     if init is not None:
@@ -47,12 +56,14 @@ def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.n
             raise ValueError(f"init must have shape ({target.dim},) or ({chains}, {target.dim}), got {x.shape}")
         for c in range(chains):
             target.check_point(x[c], what=f"starting point of chain {c}")
-        return x
+        return StartingPoints(x, chains)
     out = np.empty((chains, target.dim))
+    evals = 0
     for c, rng in enumerate(rngs):
         last_error = None
         for _ in range(100):
             x = target.initial_point + (rng.uniform(-jitter, jitter, target.dim) if jitter > 0 else 0.0)
+            evals += 1
             try:
                 target.check_point(x, what=f"starting point of chain {c}")
             except NonFiniteDensityError as exc:
@@ -67,7 +78,7 @@ def initial_points(target: Target, rngs, init=None, jitter: float = 2.0) -> np.n
                 last_error.point,
                 last_error.logp,
             )
-    return out
+    return StartingPoints(out, evals)
 
 
 class ChainRun(NamedTuple):
@@ -107,8 +118,12 @@ class Chains:
 
     @property
     def grad_budget_per_chain(self) -> int:
-        """The kernels' per-chain gradient budget (-1: none)."""
-        return per_task_budget(self.budget, len(self.rngs))
+        """The kernels' per-chain gradient budget (-1: none): the run's budget less what finding
+        the starting points spent, shared between the chains."""
+        if self.budget.grad_evals is None:
+            return -1
+        left = max(self.budget.grad_evals - self.start_grad_evals, len(self.rngs))
+        return per_task_budget(dataclasses.replace(self.budget, grad_evals=left), len(self.rngs))
 
     def sample(self, call: Callable, n_stats: int) -> ChainRun:
         """Allocate the outputs and run ``call(chain, draws, stats, control)`` for every chain
@@ -207,8 +222,9 @@ class Chains:
         messages += health_messages(diagnostics)
         return self.method.result(
             self.target, self.seed, kept_draws.copy(), self.clock,
-            grad_evals=int(run.evals.sum()),
-            warmup_grad_evals=int(run.warmup_evals.sum()),
+            # the starting points' evaluations (checks, retries, a Pathfinder start) are warmup's
+            grad_evals=int(run.evals.sum()) + self.start_grad_evals,
+            warmup_grad_evals=int(run.warmup_evals.sum()) + self.start_grad_evals,
             settings={**self.method.settings(), "draws": self.n_draws},
             stats=stat_dict,
             warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
@@ -267,5 +283,6 @@ class ChainSampler(Method):
                 f"an array (chains, {target.dim})" + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
             )
         chains = start_chains(self, kernel, target, seed, budget)
-        chains.x0 = initial_points(target, chains.rngs, self.init, self.init_jitter)
+        chains.x0, spent = initial_points(target, chains.rngs, self.init, self.init_jitter)
+        chains.start_grad_evals = spent  # paid from the budget (grad_budget_per_chain)
         return chains
