@@ -121,7 +121,19 @@ def _unpack_expression(layout: tuple) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+_ADAPTERS: dict = {}  # (fn, layout, batch) -> its compiled adapter: a copy of a target (replace) shares it
+
+
 def kernel_form(fn, layout: tuple, batch: bool = False):
+    """:func:`compile_kernel_form`, once per (function, data layout): targets that share both
+    (a target and its ``replace``d copies) share the adapter."""
+    key = (fn, layout, batch)
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = compile_kernel_form(fn, layout, batch)
+    return _ADAPTERS[key]
+
+
+def compile_kernel_form(fn, layout: tuple, batch: bool = False):
     """The adapter through which kernels call ``fn`` (a target's ``logp_grad``, or with
     ``batch`` its ``logp_grad_batch``): compiled for the packed signature, it rebuilds the
     data tuple as views of the buffers and runs ``fn``'s own code, inlined at Numba's IR

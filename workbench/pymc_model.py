@@ -181,7 +181,7 @@ def _wrap(jitted, n_data: int):
         "        grad_out[i] = g[i]\n"
         "    return out[0][()]\n"
     )
-    namespace = {"jitted": jitted}
+    namespace = {"jitted": jitted, "__name__": __name__}  # ours: no bounds-checked copy needed
     exec(compile(source, "<workbench.pymc_model>", "exec"), namespace)  # noqa: S102 - our own source
     return numba.njit(error_model="numpy")(namespace["logp_grad"])
 

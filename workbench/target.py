@@ -132,8 +132,9 @@ def _normalise_data(data) -> tuple:
     return tuple(out)
 
 
-def _compile_for(fn, signature, what: str):
-    """Compile ``fn`` for the explicit signature methods need, with a clear error."""
+def _compile_for(fn, signature, what: str, adapter):
+    """Check ``fn``'s arguments and compile it, inlined in the adapter through which kernels
+    and Python's calls reach it (``adapter()`` builds it), with a clear error."""
     import inspect
 
     try:
@@ -147,7 +148,7 @@ def _compile_for(fn, signature, what: str):
             f"def {what}{names}: write the gradient into grad_out and return the log density"
         )
     try:
-        fn.compile(signature)
+        adapter()  # the kernels' adapter, which inlines fn: fn is compiled there and only there
     except numba.core.errors.TypingError as exc:
         raise TargetError(
             f"{what} could not be compiled for the signature {signature}: it must take "
@@ -281,11 +282,10 @@ class Target:
                 )
         # The explicit signatures through which kernels call the target (see jit.py).
         dtype = self.data_type
-        _compile_for(self.logp_grad, jit.logp_grad_signature(dtype), "logp_grad")
+        _compile_for(self.logp_grad, jit.logp_grad_signature(dtype), "logp_grad", lambda: self.kernel_logp_grad)
         if self.logp_grad_batch is not None:
-            _compile_for(
-                self.logp_grad_batch, jit.logp_grad_batch_signature(dtype), "logp_grad_batch"
-            )
+            _compile_for(self.logp_grad_batch, jit.logp_grad_batch_signature(dtype), "logp_grad_batch",
+                         lambda: self.kernel_logp_grad_batch)
         # Kernels index without bounds checks: a function that reads or writes past its arrays
         # (a dim larger than its data) would corrupt memory there, so whatever ``validate``
         # says, a user's function is called once, bounds-checked, before any kernel runs.
@@ -332,10 +332,15 @@ class Target:
         return x
 
     def logp_and_grad(self, theta) -> tuple[float, np.ndarray]:
-        """log p(theta) and its gradient, from Python (allocates; not for inner loops)."""
+        """log p(theta) and its gradient, from Python (allocates; not for inner loops).
+
+        Through the kernels' own adapter (``kernel_logp_grad``): the user's function is then
+        compiled once per target, inlined there, rather than a second time on its own for
+        Python's calls (a PyMC model's compiled density is large: compiling it twice cost
+        its compile time twice)."""
         x = self._as_theta(theta)
         g = np.empty(self.dim)
-        return float(self.logp_grad(x, g, self.data)), g
+        return float(self.kernel_logp_grad(x, g, self.kernel_data)), g
 
     def logp(self, theta) -> float:
         """log p(theta), from Python."""
@@ -675,7 +680,7 @@ def finite_difference_gradient(target: Target, theta, rel_step: float = 1e-3, st
         total = 0.0
         for offset, weight in zip(offsets, weights):
             x[k] = orig + offset * h
-            total += weight * target.logp_grad(x, g, target.data)
+            total += weight * target.kernel_logp_grad(x, g, target.kernel_data)
         x[k] = orig
         fd[k] = total / h
     return fd
@@ -758,7 +763,7 @@ def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
     one_call = math.inf
     for _ in range(3):  # the first call from Python can be slow (lazy initialisation): take the best
         start = time.perf_counter()
-        target.logp_grad(x0, g0, target.data)
+        target.kernel_logp_grad(x0, g0, target.kernel_data)
         one_call = min(one_call, time.perf_counter() - start)
     expected = n_points * (2 * d + 1) * one_call
     if d > GRADIENT_CHECK_MAX_DIM or expected > GRADIENT_CHECK_MAX_SECONDS:
@@ -774,7 +779,7 @@ def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
         noise = 0.5 * rng.standard_normal(d) * np.maximum(1.0, np.abs(x0))
         for shrink in (1.0, 0.1, 0.01):
             x = x0 + shrink * noise
-            if math.isfinite(target.logp_grad(x, g0, target.data)):
+            if math.isfinite(target.kernel_logp_grad(x, g0, target.kernel_data)):
                 points.append(x)
                 break
     worst = (0.0, -1, None, 0.0, 0.0)  # (excess over tolerance, coordinate, point, g, fd)
@@ -782,7 +787,7 @@ def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
     n_checked = 0
     for x in points:
         g = np.empty(d)
-        lp = target.logp_grad(x, g, target.data)
+        lp = target.kernel_logp_grad(x, g, target.kernel_data)
         if not (math.isfinite(lp) and np.all(np.isfinite(g))):
             continue
         fd = finite_difference_gradient(target, x, FD_STEP, stencil=3)

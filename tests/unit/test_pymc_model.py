@@ -251,6 +251,7 @@ def test_a_density_that_cannot_be_finite_is_refused_naming_the_term():
         wb.Target.from_pymc(model)
 
 
+@pytest.mark.filterwarnings("ignore:Numba will use object mode")
 def test_an_op_without_a_numba_implementation_is_refused_naming_it():
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
