@@ -66,6 +66,13 @@ def draw_from(proposal, n: int, rng: np.random.Generator, dim: int) -> np.ndarra
     return x
 
 
+def _coordinate(k, dim: int) -> int:
+    """``k`` as a coordinate index, or a ValueError naming the valid ones."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not -dim <= k < dim:
+        raise ValueError(f"coordinate k must be an integer in [0, {dim}) for this {dim}-d distribution, got {k}")
+    return int(k)
+
+
 class Gaussian:
     """A multivariate normal N(mean, cov), e.g. the Laplace approximation.
 
@@ -125,6 +132,7 @@ class Gaussian:
         return self.mean + rng.standard_normal((n, self.dim)) @ self.chol.T
 
     def marginal_pdf(self, k: int, x) -> np.ndarray:
+        k = _coordinate(k, self.dim)
         return norm().pdf(x, self.mean[k], math.sqrt(self.cov[k, k]))
 
     def __repr__(self) -> str:
@@ -195,6 +203,8 @@ class GaussianMixture:
         if np.any(self.scales <= 0) or np.any(self.weights < 0):
             raise ValueError(f"scales must be positive and weights non-negative, got weights {self.weights} and "
                              f"scales from {self.scales.min():.3g} to {self.scales.max():.3g}")
+        if not self.weights.sum() > 0:
+            raise ValueError(f"weights of a mixture must not all be zero, got {self.weights}")
         self.weights = self.weights / self.weights.sum()
 
     @property
@@ -234,12 +244,15 @@ class GaussianMixture:
 
     def marginal_pdf(self, k: int, x) -> np.ndarray:
         """Density of coordinate k: a 1-D mixture with the same weights (eq. 6)."""
+        k = _coordinate(k, self.dim)
         x = np.asarray(x, dtype=float)[..., None]
         return np.sum(self.weights * norm().pdf(x, self.means[:, k], self.scales[:, k]), axis=-1)
 
     def marginal(self, indices) -> "GaussianMixture":
         """The marginal over the coordinates ``indices``: the same weights, those columns (eq. 5)."""
         idx = np.atleast_1d(np.asarray(indices, dtype=int))
+        for k in idx:
+            _coordinate(k, self.dim)
         return GaussianMixture(self.weights, self.means[:, idx], self.scales[:, idx])
 
     def as_target(self, name: str = "mixture_approximation"):

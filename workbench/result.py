@@ -128,6 +128,10 @@ class Result:
         self.draws = np.asarray(self.draws, dtype=float)
         if self.draws.ndim != 3:
             raise ValueError(f"draws must be (chains, draws, dim), got shape {self.draws.shape}")
+        self.param_names = tuple(self.param_names)
+        if len(self.param_names) != self.draws.shape[2]:
+            raise ValueError(f"param_names has {len(self.param_names)} names for draws of dimension "
+                             f"{self.draws.shape[2]}: give one name per coordinate")
         if self.log_weights is not None:
             lw = np.asarray(self.log_weights, dtype=float)
             if lw.shape != self.draws.shape[:2]:

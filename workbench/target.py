@@ -84,13 +84,19 @@ class Truth:
         """Density of coordinate ``k`` at ``x`` (vectorised)."""
         if self.marginal_pdf_fn is None:
             raise TargetError("this target has no exact marginal densities")
-        return self.marginal_pdf_fn(int(k), np.asarray(x, dtype=float))
+        return self.marginal_pdf_fn(self._coordinate(k), np.asarray(x, dtype=float))
 
     def marginal_cdf(self, k: int, x) -> np.ndarray:
         """Distribution function of coordinate ``k`` at ``x`` (vectorised)."""
         if self.marginal_cdf_fn is None:
             raise TargetError("this target has no exact marginal distribution functions")
-        return self.marginal_cdf_fn(int(k), np.asarray(x, dtype=float))
+        return self.marginal_cdf_fn(self._coordinate(k), np.asarray(x, dtype=float))
+
+    def _coordinate(self, k) -> int:
+        d = None if self.mean is None else np.size(self.mean)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 or (d is not None and k >= d):
+            raise TargetError(f"coordinate k must be an integer in [0, {d}), got {k!r}")
+        return int(k)
 
 
 # --------------------------------------------------------------------------------------
@@ -525,6 +531,12 @@ class Target:
                 f"logp must be a Numba function, got {type(logp).__name__}. Decorate it with "
                 "@numba.njit and give it the form def logp(theta, data): ... return value"
             )
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise TargetError(f"dim must be an integer >= 1 (the length of theta), got {dim!r}")
+        if isinstance(rel_step, bool) or not isinstance(rel_step, (int, float, np.integer, np.floating)) \
+                or not 0.0 < float(rel_step) < 1.0:
+            raise TargetError(f"rel_step must be a number in (0, 1) (the central differences' relative step; "
+                              f"the default 1e-6 suits most densities), got {rel_step!r}")
         warnings.warn(
             f"Target {name!r}: gradient by central differences, {2 * int(dim) + 1} density "
             "evaluations per gradient; write logp_grad by hand and use Target.from_numba "
@@ -707,6 +719,8 @@ def check_gradient(
         raise TargetError(f"check_gradient needs a workbench Target, got {type(target).__name__}")
     if not (isinstance(rel_step, (int, float, np.floating)) and 0.0 < rel_step < 1.0):
         raise TargetError(f"rel_step must be a number in (0, 1), got {rel_step!r}")
+    if points is None and (isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1):
+        raise TargetError(f"n_points must be an integer >= 1 (how many points to check at), got {n_points!r}")
     rng = np.random.default_rng(seed)
     if points is None:
         if target.truth is not None and target.truth.sampler is not None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests import user_functions as uf
 from tests.user_functions import iso_logp_grad
 from workbench import cli
 from workbench.errors import NonFiniteDensityError, TargetError
@@ -109,10 +110,10 @@ def test_run_refuses_a_bad_grad_budget_by_name(method, budget):
     (lambda: wb.targets.gaussian(3, mean=[1, 2]), TargetError, r"mean has shape \(2,\), expected \(3,\)"),
     (lambda: wb.targets.gaussian(2, mean=["a", "b"]), TargetError, "mean must be 2 numbers"),
     (lambda: wb.targets.gaussian(3, scales=[1, -1, 1]), TargetError, "scales"),
-    (lambda: wb.targets.gaussian_mixture(2, n_components=0), TargetError, "n_components must be >= 1"),
+    (lambda: wb.targets.gaussian_mixture(2, n_components=0), TargetError, "n_components must be an integer >= 1"),
     (lambda: wb.targets.gaussian_mixture(2, n_components=2, weights=[-1, 2]), TargetError, "weights must be positive"),
     (lambda: wb.targets.gaussian_mixture(2, n_components=2, means=np.zeros((3, 2))), TargetError, r"means has shape \(3, 2\)"),
-    (lambda: wb.targets.banana(twist=NAN), TargetError, "twist must be finite"),
+    (lambda: wb.targets.banana(twist=NAN), TargetError, "twist must be a finite number"),
     (lambda: wb.targets.funnel(dim=0), TargetError, "dim must be an integer >= 1"),
     (lambda: wb.targets.logistic_regression("x"), TargetError, "unknown dataset 'x'"),
     (lambda: wb.targets.logistic_regression(n_data=10, dim=2, prior_sd=0.0), TargetError, "prior_sd must be positive"),
@@ -219,3 +220,30 @@ def test_the_command_line_refuses_bad_options(args, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(args)
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the unclear errors a new user met
+
+
+@pytest.mark.parametrize("call, kind, message", [
+    (lambda: wb.Target.from_logp(uf.iso_logp, dim=None, data=(np.ones(2),)), TargetError, r"dim must be an integer >= 1.*None"),
+    (lambda: wb.Target.from_logp(uf.iso_logp, dim=2, data=(np.ones(2),), rel_step=0), TargetError, r"rel_step must be a number in \(0, 1\).*got 0"),
+    (lambda: wb.check_gradient(wb.targets.gaussian(2), n_points=0), TargetError, r"n_points must be an integer >= 1.*got 0"),
+    (lambda: wb.check_gradient(wb.targets.gaussian(2), n_points=-1), TargetError, r"n_points must be an integer >= 1.*got -1"),
+    (lambda: wb.targets.gaussian_mixture(dim=2, n_components=2.5), TargetError, r"n_components must be an integer >= 1, got 2.5"),
+    (lambda: wb.targets.gaussian_mixture(dim=2, separation=-1), TargetError, r"separation must be a finite number > 0.*got -1"),
+    (lambda: wb.targets.gaussian_mixture(dim=2, separation=float("nan")), TargetError, r"separation must be .*got nan"),
+    (lambda: wb.targets.banana(twist="x"), TargetError, r"twist must be a finite number.*got 'x'"),
+    (lambda: wb.approximations.GaussianMixture(np.zeros(2), np.zeros((2, 2)), np.ones((2, 2))), ValueError,
+     r"weights of a mixture must not all be zero"),
+    (lambda: wb.approximations.GaussianMixture(np.ones(2), np.zeros((2, 2)), np.ones((2, 2))).marginal(5), ValueError,
+     r"coordinate k must be an integer in \[0, 2\).*got 5"),
+    (lambda: wb.targets.gaussian_mixture(dim=2).truth.marginal_pdf(5, np.zeros(3)), TargetError, r"in \[0, 2\), got 5"),
+    (lambda: wb.methods.NN4Post(init_from=wb.approximations.Gaussian(np.zeros(5), np.eye(5))).run(wb.targets.gaussian(3), seed=0),
+     ValueError, r"init_from has dimension 5, the target 'gaussian_isotropic' has 3"),
+    (lambda: wb.Result("m", "t", np.zeros((1, 4, 2)), wb.result.Cost(0, 0, 0.0, 0.0), ("a",)), ValueError,
+     r"param_names has 1 names for draws of dimension 2"),
+])
+def test_the_errors_a_new_user_met_name_the_argument(call, kind, message):
+    with pytest.raises(kind, match=message):
+        call()

@@ -452,6 +452,8 @@ class NN4Post(Method):
             zeta = _softplus_inv(approx.scales)
             scale_mu = np.array(approx.scales, dtype=float)
         elif approx is not None:
+            if np.shape(approx.mean) != (d,):
+                raise ValueError(f"init_from has dimension {np.size(approx.mean)}, the target {target.name!r} has {d}")
             centre = np.asarray(approx.mean, dtype=float)
             sd = np.sqrt(np.diag(np.asarray(approx.cov, dtype=float)))
             mu = centre + (sd * rng.standard_normal((k, d)) if k > 1 else 0.0)

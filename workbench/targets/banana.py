@@ -54,9 +54,9 @@ def banana(dim: int = 2, twist: float = 0.03) -> Target:
     """Haario's twisted Gaussian in ``dim`` dimensions with twist ``b = twist``."""
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
         raise TargetError(f"dim must be an integer >= 1, got {dim!r}")
+    if isinstance(twist, bool) or not isinstance(twist, (int, float, np.integer, np.floating)) or not math.isfinite(twist):
+        raise TargetError(f"twist must be a finite number (b in x2 + b x1^2 - 100 b; 0.03 by default), got {twist!r}")
     b = float(twist)
-    if not math.isfinite(b):
-        raise TargetError(f"twist must be finite, got {twist}")
     dim = int(dim)
     sd = np.ones(dim)
     sd[0] = X1_SD

@@ -124,6 +124,9 @@ def gaussian_mixture(
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
         raise TargetError(f"dim must be an integer >= 1, got {dim!r}")
     dim = int(dim)
+    if isinstance(separation, bool) or not isinstance(separation, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(separation) and separation > 0):
+        raise TargetError(f"separation must be a finite number > 0 (in the components' largest sds), got {separation!r}")
     rng = np.random.default_rng(seed)
     if weights is not None:
         w = np.asarray(weights, dtype=float).ravel()
@@ -132,8 +135,8 @@ def gaussian_mixture(
         w = w / w.sum()
         n_components = w.size
     else:
-        if n_components < 1:
-            raise TargetError(f"n_components must be >= 1, got {n_components}")
+        if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)) or n_components < 1:
+            raise TargetError(f"n_components must be an integer >= 1, got {n_components!r}")
         w = rng.permutation(np.arange(1, n_components + 1, dtype=float))
         w /= w.sum()
     K = int(n_components)
