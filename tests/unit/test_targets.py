@@ -342,7 +342,7 @@ def test_real_data_sets_load_offline_with_names():
         (lambda: T.gaussian(4, correlation=1.0), r"outside \(-1/\(d-1\), 1\)"),
         (lambda: T.gaussian(1, correlation=0.5), "correlation needs dim >= 2"),
         (lambda: T.gaussian_mixture(0), "dim must be an integer >= 1"),
-        (lambda: T.gaussian_mixture(2, n_components=0), "n_components must be >= 1"),
+        (lambda: T.gaussian_mixture(2, n_components=0), "n_components must be an integer >= 1"),
         (lambda: T.gaussian_mixture(2, weights=[0.5, -0.5]), "weights must be positive"),
         (lambda: T.gaussian_mixture(2, n_components=2, scales=[[1.0, 0.0], [1.0, 1.0]]), "scales must be positive"),
         (lambda: T.funnel(0), "dim must be an integer >= 1"),

@@ -16,7 +16,7 @@ from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int
-from .nn4post import pareto_check
+from .nn4post import khat_reserve, pareto_check, without_reserve
 from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per
@@ -81,6 +81,8 @@ class DADVI(Method):
         check_positive("gtol", self.gtol)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        khat_draws = khat_reserve(budget)
+        budget = without_reserve(budget, khat_draws)
         clock = RunClock()
         d = target.dim
         kernel = clock.compile(FD.fixed_draws_objective, target)
@@ -134,15 +136,15 @@ class DADVI(Method):
                             "and draw)")
         clock.stop()
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
-        khat, khat_messages = pareto_check(target, approx, draws.reshape(-1, d))
-        info["pareto_k"] = khat
+        khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
+        info["pareto_k"], info["khat_grad_evals"] = khat, khat_evals
         if "mean_mcse" in stats:
             info["mean_mcse"] = stats["mean_mcse"]
         return self.result(
             target, seed, draws, clock,
-            grad_evals=start_evals + objective.grad_evals,
-            # the k-hat diagnostic's densities at the draws are counted as density evaluations only
-            logp_evals=start_evals + objective.grad_evals + draws.shape[0] * draws.shape[1],
+            # the k-hat check's calls are paid from the budget
+            grad_evals=start_evals + objective.grad_evals + khat_evals,
+            logp_evals=start_evals + objective.grad_evals + khat_evals,
             approximation=approx,
             log_z=-float(objective.best[0]),  # the fixed-draw ELBO: a noisy lower bound on log Z
             stats=stats,

@@ -21,8 +21,10 @@ from .nn4post import (
     VIDivergenceError,
     fit_messages,
     funnel_message,
+    khat_reserve,
     note_rejected_steps,
     pareto_check,
+    without_reserve,
 )
 
 INITS = ("laplace", "mode", "point")
@@ -146,6 +148,8 @@ class FullRankVI(Method):
         return mode.x.copy(), chol, spent, message
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        khat_draws = khat_reserve(budget)
+        budget = without_reserve(budget, khat_draws)
         clock = RunClock()
         d = target.dim
         kernel = clock.compile(FR.full_rank_kernel, target)
@@ -195,20 +199,20 @@ class FullRankVI(Method):
         messages, slope_info = fit_messages(elbo, status, self.converge_tol)
         if start_message:
             messages.insert(0, start_message)
-        khat, khat_messages = pareto_check(target, approx, draws.reshape(-1, d))
+        khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
         if start_message and start_message.startswith("the ascent found no mode"):
             khat_messages += funnel_message(khat)
         result = self.result(
             target, seed, draws, clock,
-            grad_evals=start_grads + n_grad,
-            # the k-hat diagnostic's densities at the draws are counted as density evaluations only
-            logp_evals=start_grads + n_grad + draws.shape[0] * draws.shape[1],
+            grad_evals=start_grads + n_grad + khat_evals,  # the k-hat check's calls are paid from the budget
+            logp_evals=start_grads + n_grad + khat_evals,
             approximation=approx,
             log_z=float(np.mean(tail)) if len(tail) else None,
             log_z_se=float(np.std(tail) / math.sqrt(len(tail))) if len(tail) > 1 else None,
             stats={name: traces[:, j].copy() for j, name in enumerate(FR.TRACE_NAMES)},
             messages=messages + khat_messages,
             info={"status": int(status), "steps": int(done), "start_grad_evals": int(start_grads),
+                  "khat_grad_evals": khat_evals,
                   "pareto_k": khat, **slope_info},
         )
         note_rejected_steps(result, int(rejected))

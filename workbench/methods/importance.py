@@ -304,17 +304,20 @@ class RejectionSampling(Method):
         messages = []
         log_m = self.log_m
         if log_m is None:
-            x = draw_from(self.proposal, self.pilot, rng, target.dim)
+            # the pilot is paid from the budget too: at most a quarter of it
+            pilot = self.pilot if budget.grad_evals is None else max(1, min(self.pilot, budget.grad_evals // 4))
+            x = draw_from(self.proposal, pilot, rng, target.dim)
             log_m = float(np.max(compute_log_ratios(target, self.proposal, x))) + self.pilot_margin
-            n_evals += self.pilot
+            n_evals += pilot
             warnings.warn(
-                f"RejectionSampling: envelope log M = {log_m:.4g} estimated from {self.pilot} pilot draws; "
+                f"RejectionSampling: envelope log M = {log_m:.4g} estimated from {pilot} pilot draws; "
                 "this is not a guarantee (a violation makes the result approximate)",
                 UserWarning,
                 stacklevel=3,
             )
             messages.append("envelope M estimated from a pilot sample (not a guarantee)")
-        max_proposals = self.max_proposals if budget.grad_evals is None else min(self.max_proposals, budget.grad_evals)
+        max_proposals = (self.max_proposals if budget.grad_evals is None
+                         else min(self.max_proposals, budget.grad_evals - n_evals))
         accepted, proposed, violations = [], 0, 0
         while sum(len(a) for a in accepted) < self.n and proposed < max_proposals:
             m = min(self.batch, max_proposals - proposed)

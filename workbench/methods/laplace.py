@@ -82,7 +82,7 @@ class Laplace(Method):
         x0 = target.initial_point if self.init is None else np.asarray(self.init, dtype=float)
         target.check_point(x0, what="starting point")
         starts = [x0] + [x0 + rng.uniform(-self.start_scale, self.start_scale, target.dim) for _ in range(self.starts)]
-        n_grad = 0
+        n_grad = 1  # the check of the starting point
 
         def neg_logp(x):
             nonlocal n_grad

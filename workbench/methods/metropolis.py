@@ -105,10 +105,12 @@ class IndependenceMH(Method):
                 raise ValueError("the proposal's logpdf is not finite at some of its own draws")
             start, lq_start = y[0], lq[0]
             for _ in range(100):  # a start where the density is finite: redrawn from q if need be
+                chains.start_grad_evals += 1
                 if math.isfinite(target.logp(start)):
                     break
                 start = draw_from(self.proposal, 1, rng, d)[0]
                 lq_start = float(np.asarray(self.proposal.logpdf(start[None])).reshape(-1)[0])
+            chains.start_grad_evals += 1
             target.check_point(start, what=f"starting point (a proposal draw, tried 100 times) of chain {c}")
             x0[c], logq0[c] = start, lq_start
             proposals.append(y[1:])

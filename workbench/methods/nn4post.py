@@ -6,6 +6,7 @@ here, so studies can ablate it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -130,17 +131,45 @@ def note_rejected_steps(result: Result, rejected: int) -> None:
         )
 
 
-def pareto_check(target: Target, approx, draws: np.ndarray) -> tuple[float, list[str]]:
-    """The Pareto k-hat of q against the target from q's draws (Yao et al. 2018; ArviZ's
-    PSIS), with a warning above 0.7. Costs one density evaluation per draw."""
+KHAT_DRAWS = 1000
+"""Draws of q the Pareto k-hat check evaluates the target at (each one density and gradient
+call, paid from the run's budget: at most a tenth of it)."""
+KHAT_MIN_DRAWS = 100
+
+
+def khat_reserve(budget: Budget) -> int:
+    """The evaluations a VI fit keeps back from its budget for the k-hat check: ``KHAT_DRAWS``,
+    at most a tenth of the budget, none when that is below ``KHAT_MIN_DRAWS``."""
+    if budget.grad_evals is None:
+        return KHAT_DRAWS
+    n = min(KHAT_DRAWS, budget.grad_evals // 10)
+    return n if n >= KHAT_MIN_DRAWS else 0
+
+
+def without_reserve(budget: Budget, reserve: int) -> Budget:
+    """The budget the fit itself may spend."""
+    if budget.grad_evals is None or reserve == 0:
+        return budget
+    return dataclasses.replace(budget, grad_evals=budget.grad_evals - reserve)
+
+
+def pareto_check(target: Target, approx, draws: np.ndarray, n: int = KHAT_DRAWS) -> tuple[float, list[str], int]:
+    """The Pareto k-hat of q against the target from the first ``n`` of q's draws (Yao et al.
+    2018; ArviZ's PSIS), with a warning above 0.7. Returns (k-hat, messages, density
+    evaluations spent: one per draw); with ``n`` below ``KHAT_MIN_DRAWS`` nothing is evaluated
+    and k-hat is NaN."""
+    draws = draws[:n]
+    if len(draws) < KHAT_MIN_DRAWS:
+        return math.nan, [f"Pareto k-hat not computed: the budget leaves fewer than {KHAT_MIN_DRAWS} evaluations "
+                          "for it (a tenth of the budget is kept for it)"], 0
     khat = pareto_khat(compute_log_ratios(target, approx, draws))[1]
     if khat > PARETO_K_GOOD:
         return khat, [
             f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
             "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
             "importance-correct it or trust it less"
-        ]
-    return khat, []
+        ], len(draws)
+    return khat, [], len(draws)
 
 
 def funnel_message(khat: float) -> list[str]:
@@ -521,6 +550,8 @@ class NN4Post(Method):
         return M.find_modes(target, rng, starts=starts, max_grad_evals=limit)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        khat_draws = khat_reserve(budget)
+        budget = without_reserve(budget, khat_draws)
         if self.batch_size is not None:
             if not target.has_batch:
                 raise ValueError(
@@ -612,7 +643,8 @@ class NN4Post(Method):
         best = self._best_fit(outputs, traces)
         done, _, status, moves, rejected = outputs[best]
         n_grad = search_grads + sum(int(out[1]) for out in outputs)
-        result = self._result(target, seed, params[best], traces[best, :done], n_grad, clock, status, rngs[best])
+        result = self._result(target, seed, params[best], traces[best, :done], n_grad, clock, status, rngs[best],
+                              khat_draws)
         result.stats["component_moves"] = moves_trace[best, :done].copy()
         note_rejected_steps(result, rejected)
         if search is not None:
@@ -662,7 +694,7 @@ class NN4Post(Method):
         finite = [s if math.isfinite(s) else -math.inf for s in scores]
         return int(np.argmax(finite)) if any(math.isfinite(s) for s in finite) else 0
 
-    def _result(self, target, seed, params, traces, n_grad, clock, status, rng) -> Result:
+    def _result(self, target, seed, params, traces, n_grad, clock, status, rng, khat_draws=KHAT_DRAWS) -> Result:
         k, d = self.n_components, target.dim
         a = params[:k]
         r_final = traces[-1, 1] if len(traces) else self.r
@@ -677,12 +709,13 @@ class NN4Post(Method):
         messages, slope_info = fit_messages(elbo, status, self.converge_tol)
         info = {"status": int(status), "steps": len(traces), "params": params.copy(), **slope_info}
         pooled = draws.reshape(-1, d)
-        info["pareto_k"], khat_messages = pareto_check(target, approx, pooled)
+        info["pareto_k"], khat_messages, khat_evals = pareto_check(target, approx, pooled, khat_draws)
+        info["khat_grad_evals"] = khat_evals
         messages += khat_messages
         return self.result(
             target, seed, draws, clock,
-            # the k-hat diagnostic's densities at the draws are counted as density evaluations only
-            grad_evals=n_grad, logp_evals=int(n_grad) + pooled.shape[0],
+            grad_evals=int(n_grad) + khat_evals,  # the k-hat check's calls are paid from the budget
+            logp_evals=int(n_grad) + khat_evals,
             approximation=approx,
             # -ELBO >= -log Z: the ELBO (mean of the last window) is a lower bound on log Z
             log_z=float(np.mean(tail)) if len(tail) else None,
