@@ -106,6 +106,9 @@ class Result:
         What the user should know (budget exhausted after n draws, divergences, ...).
     info : dict
         Method-specific extras (adapted step sizes and inverse metric, per-chain counts).
+    interrupted : bool
+        The run was stopped by Ctrl-C and holds what it had made by then (a message says
+        what that is).
     """
 
     method: str
@@ -123,6 +126,7 @@ class Result:
     warmup_draws: np.ndarray | None = None
     messages: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    interrupted: bool = False
 
     def __post_init__(self):
         self.draws = np.asarray(self.draws, dtype=float)

@@ -15,7 +15,7 @@ from ..errors import NonFiniteDensityError
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int
+from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
 from .nn4post import khat_reserve, pareto_check, without_reserve
 from .sampling import initial_points
 
@@ -103,16 +103,33 @@ class DADVI(Method):
             x0, start_evals = points[0], start_evals + 1
         start = FD.pack(x0, np.eye(d), self.full_rank)
         messages: list[str] = []
-        converged, iterations, budget_spent = False, 0, False
-        try:
-            fit = optimize.minimize(objective.value_and_grad, start, jac=True, hessp=objective.hessp,
-                                    method="trust-ncg", options={"gtol": self.gtol, "maxiter": self.max_iter})
-            lam, converged, iterations = fit.x, bool(fit.success), int(fit.nit)
-            if not converged:
-                messages.append(f"not converged: trust-ncg stopped after {iterations} iterations ({fit.message}); "
-                                f"the gradient's norm is {np.linalg.norm(fit.jac):.3g} > gtol {self.gtol:g}")
-        except FD.BudgetSpent:
-            lam, budget_spent = objective.best[1], True
+        controls = np.zeros((1, 2), dtype=np.int64)
+        objective.control = controls[0]
+
+        def optimise(_):
+            """The optimisation, on a thread: Ctrl-C in the main thread sets controls, the
+            objective's kernel stops at its next draw and the best point reached is kept."""
+            try:
+                fit = optimize.minimize(objective.value_and_grad, start, jac=True, hessp=objective.hessp,
+                                        method="trust-ncg", options={"gtol": self.gtol, "maxiter": self.max_iter})
+            except FD.BudgetSpent:
+                return objective.best[1], False, 0, "budget", None
+            except FD.Stopped:
+                return objective.best[1], False, 0, "stopped", None
+            return fit.x, bool(fit.success), int(fit.nit), "done", fit
+
+        (out,), interrupted = run_in_threads(optimise, controls, 1, False, f"{self.name} on {target.name}")
+        lam, converged, iterations, how, fit = out
+        budget_spent = how == "budget"
+        interrupted = interrupted or how == "stopped"
+        if fit is not None and not converged:
+            messages.append(f"not converged: trust-ncg stopped after {iterations} iterations ({fit.message}); "
+                            f"the gradient's norm is {np.linalg.norm(fit.jac):.3g} > gtol {self.gtol:g}")
+        if interrupted:
+            if lam is None:  # before the first evaluation ended: what it has is the start
+                lam = start
+            messages.append(f"interrupted by Ctrl-C: the fit is the best point the optimiser had reached "
+                            f"({objective.grad_evals:,} gradients)")
         if lam is None:
             raise ValueError(f"{self.name}: the gradient budget ({budget.grad_evals}) is spent before one evaluation "
                              f"of the objective ({n_draws} gradients)")
@@ -124,7 +141,7 @@ class DADVI(Method):
         info = {"converged": converged, "iterations": iterations, "n_draws": n_draws,
                 "objective": float(objective.best[0])}
         stats = {}
-        if lam.size <= HESSIAN_MAX_PARAMS and not budget_spent:
+        if lam.size <= HESSIAN_MAX_PARAMS and not (budget_spent or interrupted):
             try:
                 approx, mcse = self._errors_and_covariance(objective, lam, approx, d, info, messages)
                 stats["mean_mcse"] = mcse
@@ -150,6 +167,7 @@ class DADVI(Method):
             stats=stats,
             messages=messages + khat_messages,
             info=info,
+            interrupted=interrupted,
         )
 
     def _errors_and_covariance(self, objective, lam, approx, d, info, messages):

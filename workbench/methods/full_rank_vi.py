@@ -178,7 +178,7 @@ class FullRankVI(Method):
                           self.converge_patience, self.rate(d), self.lr_final, self.converge_tol, state, average, traces,
                           controls[0])
 
-        (out,), _ = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
+        (out,), interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         done, n_grad, status, rejected = out
         clock.stop()
         if status == F.STATUS_STEPS and budget_cut:
@@ -216,6 +216,7 @@ class FullRankVI(Method):
                   "pareto_k": khat, **slope_info},
         )
         note_rejected_steps(result, int(rejected))
+        result.interrupted = bool(interrupted or status == F.STATUS_STOPPED)
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(
                 f"{self.name}: the loss or a parameter became NaN or infinite at step {done}; the last finite "

@@ -262,6 +262,7 @@ class ImportanceSampling(Method):
             messages=messages,
             info={"ess": ess, "ess_fraction": ess / n_done, "pareto_k": khat, "log_ratios": log_w,
                   "proposal": proposal, "nan_density_evals": ratios.n_nan},
+            interrupted=bool(ratios.interrupted),
         )
 
 
@@ -318,15 +319,23 @@ class RejectionSampling(Method):
             messages.append("envelope M estimated from a pilot sample (not a guarantee)")
         max_proposals = (self.max_proposals if budget.grad_evals is None
                          else min(self.max_proposals, budget.grad_evals - n_evals))
-        accepted, proposed, violations = [], 0, 0
+        accepted, proposed, violations, interrupted = [np.empty((0, target.dim))], 0, 0, False
         while sum(len(a) for a in accepted) < self.n and proposed < max_proposals:
             m = min(self.batch, max_proposals - proposed)
             x = draw_from(self.proposal, m, rng, target.dim)
-            log_w = compute_log_ratios(target, self.proposal, x)
-            proposed += m
+            ratios = evaluate_log_ratios(target, self.proposal, x, progress=False)
+            log_w, done = ratios.values, int(ratios.evaluated.sum())
+            x, log_w = x[ratios.evaluated], log_w[ratios.evaluated]
+            proposed += done
             violations += int(np.sum(log_w > log_m))
-            keep = np.log(rng.random(m)) < log_w - log_m
+            keep = np.log(rng.random(done)) < log_w - log_m
             accepted.append(x[keep])
+            if ratios.error is not None:
+                raise ratios.error
+            if ratios.interrupted:  # Ctrl-C: keep what was accepted
+                interrupted = True
+                messages.append(f"interrupted by Ctrl-C after {proposed} proposals")
+                break
         n_evals += proposed
         draws = np.concatenate(accepted)[: self.n]
         n_accepted = int(sum(len(a) for a in accepted))
@@ -341,6 +350,8 @@ class RejectionSampling(Method):
         if len(draws) < self.n:
             messages.append(f"stopped after {proposed} proposals with {len(draws)} of {self.n} draws accepted")
         if len(draws) == 0:
+            if interrupted:
+                raise KeyboardInterrupt
             raise ValueError(f"no proposal accepted in {proposed} tries (acceptance rate 0): M is far too large")
         clock.stop()
         se = math.sqrt((1 - rate) / max(n_accepted, 1))  # delta method on log(rate)
@@ -350,4 +361,5 @@ class RejectionSampling(Method):
             log_z_se=se,
             messages=messages,
             info={"acceptance_rate": rate, "violations": violations, "proposals": proposed, "log_m": log_m},
+            interrupted=interrupted,
         )

@@ -84,20 +84,34 @@ class Laplace(Method):
         starts = [x0] + [x0 + rng.uniform(-self.start_scale, self.start_scale, target.dim) for _ in range(self.starts)]
         n_grad = 1  # the check of the starting point
 
+        best_seen = [math.inf, None]  # the best point evaluated: what an interrupted ascent keeps
+
         def neg_logp(x):
             nonlocal n_grad
             n_grad += 1
             lp, g = target.logp_and_grad(x)
             if not math.isfinite(lp):
                 return math.inf, np.zeros_like(g)
+            if -lp < best_seen[0]:
+                best_seen[:] = [-lp, np.array(x, dtype=float)]
             return -lp, -g
 
         optima = []
+        interrupted = False
         for x in starts:
-            res = optimize.minimize(
-                neg_logp, x, jac=True, method="L-BFGS-B",
-                options={"gtol": self.gtol, "ftol": 1e-15, "maxiter": 10_000},
-            )
+            try:
+                res = optimize.minimize(
+                    neg_logp, x, jac=True, method="L-BFGS-B",
+                    options={"gtol": self.gtol, "ftol": 1e-15, "maxiter": 10_000},
+                )
+            except KeyboardInterrupt:  # Ctrl-C: the optima found so far, or the best point of this ascent
+                interrupted = True
+                if not optima and best_seen[1] is None:
+                    raise
+                if best_seen[1] is not None:
+                    optima.append({"x": best_seen[1], "logp": -best_seen[0], "success": False,
+                                   "message": "interrupted by Ctrl-C"})
+                break
             optima.append({"x": res.x, "logp": -float(res.fun), "success": bool(res.success), "message": str(res.message)})
         best = max(optima, key=lambda o: o["logp"])
         mode, logp_mode = best["x"], best["logp"]
@@ -123,10 +137,14 @@ class Laplace(Method):
         draws = approx.sample(self.draws, rng)[None]
         clock.stop()
         messages = [] if best["success"] else [f"L-BFGS-B did not report convergence: {best['message']}"]
+        if interrupted:
+            messages.insert(0, f"interrupted by Ctrl-C: the Gaussian at the best point found by then "
+                               f"({len(optima)} of {len(starts)} starts)")
         return self.result(
             target, seed, draws, clock, grad_evals=n_grad,
             approximation=approx,
             log_z=log_z,
             messages=messages,
             info={"mode": mode, "logp_mode": logp_mode, "hessian": hess, "optima": optima},
+            interrupted=interrupted,
         )

@@ -671,6 +671,7 @@ class NN4Post(Method):
             result.info["restart_elbos"] = [self._final_elbo(traces[i, : out[0]]) for i, out in enumerate(outputs)]
             result.info["best_restart"] = best
             result.messages.append(f"kept restart {best} of {n_fits} (best final ELBO)")
+        result.interrupted = bool(interrupted or status == F.STATUS_STOPPED)
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(
                 f"{self.name}: the loss or a parameter became NaN or infinite at iteration {done}; "

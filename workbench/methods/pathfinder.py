@@ -95,7 +95,7 @@ class Pathfinder(Method):
         """Each path's share of the gradient budget for L-BFGS and the ELBO (None: no limit)."""
         if budget.grad_evals is None:
             return None
-        pooled = self.draws if self.paths > 1 else 0
+        pooled = self.draws  # the densities of its draws (the pool's weights; one path's k-hat and evidence)
         share = budget.grad_evals // self.paths - pooled
         needed = 2 + 2 * self.elbo_draws
         if share < needed:
@@ -222,10 +222,11 @@ class Pathfinder(Method):
         trace = np.array(outputs[best]["elbo_trace"], dtype=float)
         return self.result(
             target, seed, draws[None], clock,
-            grad_evals=spent, logp_evals=spent + diagnostic_evals,
+            grad_evals=spent + diagnostic_evals, logp_evals=spent + diagnostic_evals,
             approximation=approx,
             log_z=log_z, log_z_se=log_z_se,
             stats={"elbo": trace},
             messages=messages,
             info=info,
+            interrupted=bool(interrupted),
         )

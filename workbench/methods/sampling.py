@@ -231,6 +231,7 @@ class Chains:
             messages=messages,
             info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(),
                   "diagnostics": diagnostics._asdict(), **(info or {})},
+            interrupted=bool(run.interrupted),
         )
 
 

@@ -176,7 +176,12 @@ class SMC(Method):
         x = ref.sample(n, rng)
         grads = np.empty((n, d))
         lp = np.empty(n)
-        M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
+        done = M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, control)
+        if done < n:  # Ctrl-C while the particles were first evaluated: the run is those evaluated
+            if done == 0:  # one particle, so the run still ends with a (poor) answer
+                lp[0], grads[0] = target.logp_and_grad(x[0])
+                done = 1
+            n, x, grads, lp = done, x[:done], grads[:done], lp[:done]
         lp0 = ref.logpdf(x)
         nan_start = int(np.isnan(lp).sum())
         if nan_start == n:
@@ -292,6 +297,7 @@ class SMC(Method):
             info={"runs": runs_info, "log_z_runs": log_zs, "reference": ref.description,
                   "reference_grad_evals": reference_evals,
                   "stages": [len(o["stages"]["beta"]) for o in outputs]},
+            interrupted=bool(interrupted or any(o["interrupted"] for o in outputs)),
         )
 
 

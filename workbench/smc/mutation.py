@@ -150,13 +150,16 @@ mutate = target_kernel(
 )(_mutate)
 
 
-def _evaluate(logp_grad, data, x, grads, lp):
-    """log p and its gradient at every particle (rows of x), into ``lp`` and ``grads``."""
+def _evaluate(logp_grad, data, x, grads, lp, control):
+    """log p and its gradient at every particle (rows of x), into ``lp`` and ``grads``; stops
+    early when ``control[C_STOP]`` is set (Ctrl-C). Returns the particles evaluated."""
     for i in range(x.shape[0]):
+        if control[C_STOP] != 0:
+            return i
         lp[i] = logp_grad(x[i], grads[i], data)
     return x.shape[0]
 
 
 evaluate = target_kernel(
-    lambda t: types.int64(t.logp_grad, t.data, MATRIX, MATRIX, VEC),
+    lambda t: types.int64(t.logp_grad, t.data, MATRIX, MATRIX, VEC, INDEX),
 )(_evaluate)

@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import types
 
-from ..jit import INDEX, MATRIX, VEC, target_kernel
+from ..jit import C_STOP, INDEX, MATRIX, VEC, target_kernel
 from ..numerics import LOG_2PI
 
 LOG_2PI_E = LOG_2PI + 1.0
@@ -39,11 +39,11 @@ def n_params(d: int, full_rank: bool) -> int:
     return 2 * d + (d * (d - 1) // 2 if full_rank else 0)
 
 
-def _objective(logp_grad, data, params, eta, full_rank, grad, per_draw, count):
+def _objective(logp_grad, data, params, eta, full_rank, grad, per_draw, count, control):
     """F(lambda) (module docstring) and its gradient into ``grad``; with ``per_draw`` of N
     rows, each draw's own gradient term too (for DADVI's standard errors); adds the gradient
     evaluations made to ``count[0]``. Returns F (+inf where a draw's density is not finite:
-    ``grad`` is then zero)."""
+    ``grad`` is then zero; NaN when ``control[C_STOP]`` is set part-way, Ctrl-C)."""
     n, d = eta.shape
     n_par = params.size
     keep = per_draw.shape[0] == n
@@ -57,6 +57,8 @@ def _objective(logp_grad, data, params, eta, full_rank, grad, per_draw, count):
     total = 0.0
     inv_n = 1.0 / n
     for s in range(n):
+        if control[C_STOP] != 0:
+            return math.nan
         for i in range(d):
             v = params[i] + scale[i] * eta[s, i]
             if full_rank:
@@ -92,7 +94,7 @@ def _objective(logp_grad, data, params, eta, full_rank, grad, per_draw, count):
 
 
 fixed_draws_objective = target_kernel(
-    lambda t: types.float64(t.logp_grad, t.data, VEC, MATRIX, types.boolean, VEC, MATRIX, INDEX)
+    lambda t: types.float64(t.logp_grad, t.data, VEC, MATRIX, types.boolean, VEC, MATRIX, INDEX, INDEX)
 )(_objective)
 
 
@@ -117,6 +119,10 @@ class BudgetSpent(Exception):
     """Raised inside an optimiser's callback when the next evaluation would pass the budget."""
 
 
+class Stopped(Exception):
+    """Raised inside an optimiser's callback once ``control[C_STOP]`` is set (Ctrl-C)."""
+
+
 class FixedDrawsObjective:
     """F and its derivatives for SciPy's optimisers, with every gradient counted.
 
@@ -124,10 +130,13 @@ class FixedDrawsObjective:
     forward difference of dF along v (N gradients; the gradient at ``lam`` is reused from
     the last call there); ``hessian(lam)`` the whole Hessian, a column per parameter.
     ``max_grad_evals`` (None: no limit) raises :class:`BudgetSpent` before an evaluation that
-    would pass it; ``best`` keeps the best finite point seen.
+    would pass it, ``control[C_STOP]`` (set by Ctrl-C) :class:`Stopped` at once; ``best``
+    keeps the best finite point seen.
     """
 
-    def __init__(self, kernel, target, eta: np.ndarray, full_rank: bool, max_grad_evals: int | None = None):
+    def __init__(self, kernel, target, eta: np.ndarray, full_rank: bool, max_grad_evals: int | None = None,
+                 control: np.ndarray | None = None):
+        self.control = np.zeros(2, dtype=np.int64) if control is None else control
         self.kernel = kernel
         self.target = target
         self.eta = np.ascontiguousarray(eta, dtype=float)
@@ -149,7 +158,9 @@ class FixedDrawsObjective:
         grad = np.empty(lam.size)
         rows = self.no_rows if per_draw is None else per_draw
         f = self.kernel(self.target.kernel_logp_grad, self.target.kernel_data, lam, self.eta, self.full_rank,
-                        grad, rows, self.count)
+                        grad, rows, self.count, self.control)
+        if self.control[C_STOP] != 0:
+            raise Stopped
         if math.isfinite(f) and f < self.best[0]:
             self.best = (f, lam.copy())
         return f, grad

@@ -97,7 +97,7 @@ def test_multi_path_pools_with_normalised_psis_weights():
     assert math.isfinite(result.log_z) and result.log_z_se > 0
 
 
-@pytest.mark.parametrize("paths, budget", [(1, 150), (2, 800)])
+@pytest.mark.parametrize("paths, budget", [(1, 350), (2, 800)])  # each path pays for its 200 draws too
 def test_pathfinder_respects_the_gradient_budget(paths, budget):
     target = wb.targets.logistic_regression(dataset="breast_cancer")
     result = Pathfinder(paths=paths, draws=200, progress=False).run(target, seed=0, grad_budget=budget)

@@ -14,7 +14,7 @@ N = 4000
 def _move(target, ref, beta, x, kernel, moves=20, step=None, seed=0):
     x = np.ascontiguousarray(x)
     grads, lp = np.empty_like(x), np.empty(x.shape[0])
-    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
+    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, np.zeros(2, dtype=np.int64))
     lp0 = ref.logpdf(x)
     counts = np.zeros(3, dtype=np.int64)
     inv_mass = x.var(axis=0)
@@ -65,7 +65,7 @@ def test_dead_particles_stay_and_nan_proposals_are_rejected_and_counted():
     ref = diagonal_gaussian(np.zeros(2), 1.0, "test")
     x = np.ascontiguousarray(np.random.default_rng(0).uniform(-1, 1, (200, 2)))
     grads, lp = np.empty_like(x), np.empty(200)
-    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp)
+    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, np.zeros(2, dtype=np.int64))
     log_w = np.zeros(200)
     log_w[:10] = -np.inf
     before = x.copy()
