@@ -34,6 +34,29 @@ class NonFiniteDensityError(TargetError):
         self.logp = logp
 
 
+class DensityError(WorkbenchError, RuntimeError):
+    """The target's density raised during a run; the user's exception is its ``__cause__``.
+
+    Attributes
+    ----------
+    method : str
+    chain : int
+        The chain (or restart, or path) whose call raised.
+    iteration : int
+        Its iteration (or optimisation step) when it did.
+    point : ndarray
+        Where that chain was at its last whole iteration (the density raised at a proposal
+        from there).
+    """
+
+    def __init__(self, message: str, method: str, chain: int, iteration: int, point: np.ndarray):
+        super().__init__(message)
+        self.method = method
+        self.chain = chain
+        self.iteration = iteration
+        self.point = np.array(point, dtype=float, copy=True)
+
+
 class SlowGradientWarning(UserWarning):
     """A target's gradient is computed by finite differences (2 d + 1 densities per gradient)."""
 

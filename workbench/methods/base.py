@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import TargetError, WorkbenchError
+from ..errors import DensityError, TargetError, WorkbenchError, format_point
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Cost, Result
 from ..target import Target
@@ -178,6 +178,22 @@ def run_in_threads(
         bar.n = int(controls[:, C_PROGRESS].sum())
         bar.close()
     return outputs, interrupted
+
+
+# ------------------------------------------------------------------------------ faults
+
+
+def density_raised(method: str, target: Target, exc: BaseException, chain: int, iteration: int,
+                   point: np.ndarray, where: str = "chain") -> DensityError:
+    """The error for a user's density that raised inside a compiled kernel (the kernels raise
+    nothing themselves): it names the method, the chain (or restart), the iteration and the
+    point, and is raised ``from`` the user's exception."""
+    return DensityError(
+        f"{method} on target {target.name!r}: the target's density raised {exc!r} in {where} {chain} at iteration "
+        f"{iteration}, near {format_point(point)}; the run is lost (fix the density, or make it return -inf "
+        "where it cannot be evaluated)",
+        method, chain, iteration, point,
+    )
 
 
 # ------------------------------------------------------------------------------ the method

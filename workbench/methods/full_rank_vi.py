@@ -11,11 +11,12 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import Gaussian
+from ..jit import C_PROGRESS
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi import full_rank as FR
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
+from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .nn4post import (
     DEFAULT_STEPS,
     VIDivergenceError,
@@ -174,9 +175,13 @@ class FullRankVI(Method):
         window = self.converge_window
 
         def run_one(_):
-            return kernel(target.kernel_logp_grad, target.kernel_data, params, rng, steps, self.samples, fit_budget, window,
-                          self.converge_patience, self.rate(d), self.lr_final, self.converge_tol, state, average, traces,
-                          controls[0])
+            try:
+                return kernel(target.kernel_logp_grad, target.kernel_data, params, rng, steps, self.samples, fit_budget,
+                              window, self.converge_patience, self.rate(d), self.lr_final, self.converge_tol, state,
+                              average, traces, controls[0])
+            except Exception as exc:  # the user's density raised inside the fit
+                raise density_raised(self.name, target, exc, 0, int(controls[0, C_PROGRESS]) + 1, params[:d],
+                                     "fit") from exc
 
         (out,), interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         done, n_grad, status, rejected = out

@@ -16,13 +16,13 @@ import numpy as np
 from .. import modes as M
 from ..approximations import GaussianMixture
 from ..errors import WorkbenchError
-from ..jit import C_STOP
+from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
 from .importance import compute_log_ratios, pareto_khat
-from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads
+from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
 
 INITS = ("modes", "box")
 PARETO_K_GOOD = 0.7
@@ -621,8 +621,14 @@ class NN4Post(Method):
             while t < steps and controls[i, C_STOP] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
                 settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
-                t, n, status, rejects = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i], rngs[i],
-                                               settings, fsettings, starts[i][1], state, traces[i], controls[i])
+                try:
+                    t, n, status, rejects = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i],
+                                                   rngs[i], settings, fsettings, starts[i][1], state, traces[i],
+                                                   controls[i])
+                except Exception as exc:  # the user's density raised inside the fit
+                    means = params[i][k: k + k * target.dim].reshape(k, target.dim)
+                    raise density_raised(self.name, target, exc, i, int(controls[i, C_PROGRESS]) + 1,
+                                         means[0], "restart") from exc
                 n_grad += n
                 rejected += int(rejects)
                 if status != F.STATUS_STEPS or adapter is None or t >= steps:

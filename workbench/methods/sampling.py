@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from ..diagnostics import chain_diagnostics, health_messages
-from ..errors import NonFiniteDensityError, format_point
+from ..errors import DensityError, NonFiniteDensityError, format_point
 from ..jit import C_EVALS, C_PROGRESS, C_WARMUP_EVALS, N_CHAIN_CONTROLS
 from ..result import Budget, Result
 from ..target import Target
@@ -163,9 +163,11 @@ class Chains:
         c = self._first_error(run)
         phase = "warmup" if run.done[c] < self.n_warmup else "sampling"
         others = sorted(set(run.errors) - {c})
+        at = int(run.done[c])
+        point = run.draws[c, at - 1] if at > 0 else self.x0[c]
         return (
-            f"density raised: {run.errors[c]!r} in chain {c} at iteration {run.done[c] + 1} ({phase}), from the "
-            "target's density (the kernels raise nothing themselves)"
+            f"density raised: {run.errors[c]!r} in chain {c} at iteration {at + 1} ({phase}), from the "
+            f"target's density (the kernels raise nothing themselves), at a proposal from {format_point(point)}"
             + (f", and in chain(s) {others} too" if others else "")
             + (f"; every chain was stopped and the {kept} draws per chain made before are kept" if kept else
                "; no chain had finished its warmup, so there are no draws to keep" if run.done.min() < self.n_warmup
@@ -182,9 +184,11 @@ class Chains:
         if run.errors:
             messages.append(self._raised_message(run, kept))
             if kept == 0:
-                exc = run.errors[self._first_error(run)]
-                exc.add_note(messages[-1])
-                raise exc
+                c = self._first_error(run)
+                at = int(run.done[c])
+                point = run.draws[c, at - 1] if at > 0 else self.x0[c]
+                raise DensityError(f"{self.method.name} on target {self.target.name!r}: {messages[-1]}",
+                                   self.method.name, c, at + 1, point) from run.errors[c]
             warnings.warn(f"{self.method.name} on {self.target.name}: {messages[-1]}", RuntimeWarning, stacklevel=4)
         stat_names = list(stat_names)
         if "nan_density" in stat_names:  # counted over the whole run, then dropped from the stats

@@ -28,6 +28,7 @@ import math
 import numpy as np
 from numba import types
 
+from ..errors import DensityError, format_point
 from ..jit import C_STOP, INDEX, MATRIX, VEC, target_kernel
 from ..numerics import LOG_2PI
 
@@ -157,8 +158,16 @@ class FixedDrawsObjective:
         lam = np.ascontiguousarray(lam, dtype=float)
         grad = np.empty(lam.size)
         rows = self.no_rows if per_draw is None else per_draw
-        f = self.kernel(self.target.kernel_logp_grad, self.target.kernel_data, lam, self.eta, self.full_rank,
-                        grad, rows, self.count, self.control)
+        try:
+            f = self.kernel(self.target.kernel_logp_grad, self.target.kernel_data, lam, self.eta, self.full_rank,
+                            grad, rows, self.count, self.control)
+        except Exception as exc:  # the user's density raised: named, with q's mean then
+            raise DensityError(
+                f"DADVI on target {self.target.name!r}: the target's density raised {exc!r} at the fit's evaluation "
+                f"{self.grad_evals // self.eta.shape[0] + 1}, q's mean then {format_point(lam[: self.eta.shape[1]])}; "
+                "the run is lost (fix the density, or make it return -inf where it cannot be evaluated)",
+                "DADVI", 0, self.grad_evals // self.eta.shape[0] + 1, lam[: self.eta.shape[1]],
+            ) from exc
         if self.control[C_STOP] != 0:
             raise Stopped
         if math.isfinite(f) and f < self.best[0]:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.errors import DensityError
 from tests.user_functions import divides_by_zero_beyond, nan_beyond_one_and_half, slow_standard_normal
 
 
@@ -96,12 +97,18 @@ def test_nuts_keeps_its_draws_when_the_density_raises_part_way():
 
 
 def test_a_density_that_raises_in_warmup_raises_and_says_so():
-    with pytest.raises(ZeroDivisionError) as info:
+    """The error names the method, the chain, the iteration and the point, and chains the
+    user's exception."""
+    with pytest.raises(DensityError) as info:
         wb.methods.NUTS(warmup=500, draws=100, progress=False).run(raising_target(2.0), seed=0)
-    assert "no chain had finished its warmup" in " ".join(info.value.__notes__)
-    with pytest.raises(ZeroDivisionError) as info:
+    err = info.value
+    assert isinstance(err.__cause__, ZeroDivisionError)
+    assert err.method == "NUTS" and err.iteration >= 1 and err.point.shape == (2,)
+    assert str(err).startswith("NUTS on target") and f"in chain {err.chain} at iteration {err.iteration}" in str(err)
+    assert "no chain had finished its warmup" in str(err) and "at a proposal from [" in str(err)
+    with pytest.raises(DensityError, match="before any draw was made") as info:
         wb.methods.NUTS(warmup=0, step_size=5.0, draws=100, progress=False).run(raising_target(1.0), seed=0)
-    assert "before any draw was made" in " ".join(info.value.__notes__)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
 
 
 def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised():
@@ -136,3 +143,18 @@ def test_ctrl_c_stops_importance_sampling_and_keeps_what_it_evaluated(ctrl_c_rai
     assert 0 < n < 400_000 and res.cost.grad_evals == n
     assert np.all(np.isfinite(res.log_weights)) and np.isfinite(res.log_z)
     assert f"stopped after {n} of 400000 draws" in " ".join(res.messages)
+
+
+@pytest.mark.parametrize("method", [
+    wb.methods.NN4Post(init="box", steps=2000, progress=False),
+    wb.methods.FullRankVI(init="point", steps=2000, progress=False),
+    wb.methods.DADVI(),
+    wb.methods.RandomWalkMH(warmup=100, draws=2000, progress=False),
+], ids=lambda m: m.name)
+def test_a_density_that_raises_is_named_with_the_method_chain_iteration_and_point(method):
+    with pytest.raises(DensityError) as info:
+        method.run(raising_target(1.5), seed=0)
+    err = info.value
+    assert isinstance(err.__cause__, ZeroDivisionError)  # the user's exception, chained
+    assert err.method == method.name and err.iteration >= 1 and err.point.shape == (2,)
+    assert str(err).startswith(f"{method.name} on target") and "ZeroDivisionError" in str(err)
