@@ -180,6 +180,44 @@ def run_in_threads(
     return outputs, interrupted
 
 
+# ------------------------------------------------------------------------------ memory
+
+
+class TooLargeError(WorkbenchError, MemoryError):
+    """A run would need more memory than the machine has; raised before any work starts."""
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (Linux's MemAvailable; else the physical total)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not a POSIX system
+        return 1 << 62
+
+
+def check_memory(method: "Method", target: Target, needs: dict) -> None:
+    """TooLargeError naming each large array and the total, when ``needs`` (name -> bytes)
+    adds up to more than 80% of the memory available (a run that swaps or is killed by the
+    kernel's OOM killer says nothing useful)."""
+    total = sum(needs.values())
+    free = available_memory()
+    if total <= 0.8 * free:
+        return
+    parts = ", ".join(f"{name} {nbytes / 1e9:.3g} GB" for name, nbytes in sorted(needs.items(), key=lambda kv: -kv[1]))
+    raise TooLargeError(
+        f"{method.name} on {target.name!r} (d = {target.dim:,}) would need about {total / 1e9:.3g} GB ({parts}); "
+        f"{free / 1e9:.3g} GB are available. Give fewer draws or chains, or a method whose memory grows more "
+        "slowly with d (mean-field rather than full-rank)"
+    )
+
+
 # ------------------------------------------------------------------------------ faults
 
 
@@ -300,6 +338,7 @@ class Method:
                 raise ValueError("grad_budget and budget.grad_evals disagree: give one")
             budget = dataclasses.replace(budget, grad_evals=grad_budget)
         seed = resolve_seed(seed)
+        check_memory(self, target, self.memory_needs(target, budget))
         try:
             return self._run(target, seed, budget)
         except Exception as exc:
@@ -310,6 +349,13 @@ class Method:
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:  # pragma: no cover
         raise NotImplementedError
+
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The run's large arrays, name -> bytes (checked against the memory available before
+        the run starts); the base class knows of the draws only."""
+        chains = getattr(self, "chains", 1)
+        draws = budget.draws if budget.draws is not None else getattr(self, "draws", 0)
+        return {"draws": 8 * chains * draws * target.dim}
 
     def result(
         self,

@@ -80,6 +80,14 @@ class DADVI(Method):
         check_positive_int("chains", self.chains)
         check_positive("gtol", self.gtol)
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The base draws (10 d x d for full rank), the parameters and their Hessian."""
+        d = target.dim
+        n = self.n_draws if self.n_draws is not None else (10 * d if self.full_rank else 30)
+        p = FD.n_params(d, self.full_rank)
+        return {"draws": 8 * self.chains * self.draws * d, "base draws": 8 * n * d, "parameters": 8 * 10 * p,
+                "Hessian": 8 * 3 * p * p if p <= HESSIAN_MAX_PARAMS else 0}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         khat_draws = khat_reserve(budget)
         budget = without_reserve(budget, khat_draws)

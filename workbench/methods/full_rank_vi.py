@@ -103,6 +103,11 @@ class FullRankVI(Method):
                     f"init_from must have a mean and a cov (a Laplace or Pathfinder fit), got {type(self.init_from).__name__}"
                 )
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The d (d + 1) parameters, about ten vectors of them in the fit, and the covariance."""
+        d = target.dim
+        return {"draws": 8 * self.chains * self.draws * d, "fit (d^2 parameters)": 8 * 11 * d * (d + 1)}
+
     def rate(self, dim: int) -> float:
         """The learning rate: the one given, else min(0.05, sqrt(2 / P)), P = d (d + 3) / 2."""
         if self.learning_rate is not None:

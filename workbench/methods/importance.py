@@ -212,6 +212,10 @@ class ImportanceSampling(Method):
     def settings(self) -> dict:
         return {**super().settings(), "proposal": type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"}
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The proposal's draws, and their resampled copy."""
+        return {"proposal draws": 8 * 2 * self.n * target.dim}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]
         proposal = self.proposal if self.proposal is not None else default_proposal(target)

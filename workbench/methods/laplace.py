@@ -76,6 +76,11 @@ class Laplace(Method):
         if not (self.gtol > 0 and math.isfinite(self.gtol)):
             raise ValueError(f"gtol must be a finite number > 0, got {self.gtol!r}")
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The Hessian, its inverse and factor, and the draws."""
+        d = target.dim
+        return {"Hessian (d^2)": 8 * 4 * d * d, "draws": 8 * self.draws * d}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         rng = chain_rngs(seed, 1)[0]
         clock = RunClock()

@@ -549,6 +549,12 @@ class NN4Post(Method):
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
         return M.find_modes(target, rng, starts=starts, max_grad_evals=limit)
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The draws, and the fit's vectors of K x d parameters (about a dozen per restart)."""
+        d = target.dim
+        return {"draws": 8 * self.chains * self.draws * d,
+                "fit": 8 * 12 * self.restarts * self.n_components * (2 * d + 1)}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         khat_draws = khat_reserve(budget)
         budget = without_reserve(budget, khat_draws)

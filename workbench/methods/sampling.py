@@ -280,6 +280,12 @@ class ChainSampler(Method):
         if self.threads is not None:
             check_positive_int("threads", self.threads)
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """Every iteration's draw (warmup included) of every chain, then the kept copies."""
+        draws = budget.draws if budget.draws is not None else self.draws
+        return {"chain draws": 8 * self.chains * (self.warmup + draws) * target.dim,
+                "kept draws": 8 * self.chains * (self.warmup + draws) * target.dim}
+
     def start_chains(self, kernel, target: Target, seed: int, budget: Budget) -> Chains:
         """:func:`start_chains` with the starting points from ``init`` / ``init_jitter``."""
         if isinstance(self.init, str):

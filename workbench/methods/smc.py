@@ -247,6 +247,10 @@ class SMC(Method):
 
     # -- the method ----------------------------------------------------------------------------
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """Each run's particles, their gradients and their resampled copies."""
+        return {"particles": 8 * 4 * self.runs * self.particles * target.dim}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         clock = RunClock()
         clock.compile(M.mutate, target)
