@@ -83,6 +83,12 @@ class IndependenceMH(Method):
     progress: bool | None = None
     threads: int | None = None
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """Every proposal is drawn up front, and every iteration's draw is kept, then copied."""
+        n_total = self.warmup + (budget.draws if budget.draws is not None else self.draws) + 1
+        return {"proposals": 8 * self.chains * n_total * (target.dim + 1),
+                "chain draws": 8 * 2 * self.chains * n_total * target.dim}
+
     def __post_init__(self):
         if self.proposal is None:
             raise ValueError("IndependenceMH needs a proposal with logpdf and sample")

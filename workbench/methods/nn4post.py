@@ -409,6 +409,12 @@ class NN4Post(Method):
 
     def __post_init__(self):
         check_positive_int("n_components", self.n_components)
+        if self.init_from is not None:
+            approx = getattr(self.init_from, "approximation", self.init_from)
+            if not (isinstance(approx, dict) and {"weights", "means", "scales"} <= set(approx)) and not (
+                    hasattr(approx, "mean") and hasattr(approx, "cov")):
+                raise ValueError(f"init_from must be a fit with a mean and a cov (a Laplace, VI or Pathfinder result or "
+                                 f"approximation) or a mixture's weights, means and scales; got {self.init_from!r}")
         if self.steps is not None:
             check_positive_int("steps", self.steps)
         check_positive_int("samples", self.samples)

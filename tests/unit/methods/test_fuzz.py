@@ -1,0 +1,56 @@
+"""A fuzz test: random settings of every method (numbers at the edges, NaN, inf, strings,
+None, booleans, lists) on a target that counts its own calls. Each case must end in one of
+two ways: a clear error (a ValueError or the workbench's own, naming the setting when the
+method refuses it as built), or a Result whose cost is exactly the calls made and that keeps
+to its budget. Anything else (a TypeError, an IndexError, a NumPy error from deep inside, a
+wrong count) is a failure of the class this test keeps at zero."""
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from tests.unit.methods.test_cost_counting import METHODS
+from workbench.errors import WorkbenchError
+
+VALUES = [0, 1, 2, 3, -1, 0.5, 1e-9, 10**9, math.nan, math.inf, "x", None, True, [1, 2]]
+NO_BUDGET = ("Exact", "Laplace")  # they take none: no huge counts for them (a run would take hours)
+
+
+def _cases(n, seed=20261125):
+    rng = np.random.default_rng(seed)
+    names = sorted(METHODS)
+    for i in range(n):
+        name = names[rng.integers(len(names))]
+        fields = [f.name for f in dataclasses.fields(METHODS[name][0]()) if f.name not in ("progress", "threads")]
+        field = fields[rng.integers(len(fields))]
+        value = VALUES[rng.integers(len(VALUES))]
+        if name in NO_BUDGET and value == 10**9:
+            value = 3
+        yield pytest.param(name, field, value, [1000, 5000][rng.integers(2)], id=f"{i}-{name}-{field}={value!r}")
+
+
+@pytest.mark.parametrize("name, field, value, budget", list(_cases(120)))
+def test_random_settings_give_a_clear_error_or_an_honest_result(counted, name, field, value, budget):
+    target, counter = counted
+    try:
+        method = dataclasses.replace(METHODS[name][0](), **{field: value})
+    except WorkbenchError:
+        return
+    except (ValueError, TypeError) as exc:
+        assert field in str(exc), f"{type(exc).__name__} does not name {field}: {exc}"
+        return
+    before = int(counter[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = method.run(target, seed=0, grad_budget=None if name in NO_BUDGET else budget)
+        except (ValueError, WorkbenchError, MemoryError):
+            return  # refused by name (the wording is tested where each check lives)
+    calls = int(counter[0]) - before
+    assert res.cost.grad_evals == calls == res.cost.logp_evals
+    if name not in NO_BUDGET:
+        assert calls <= 1.02 * budget
