@@ -146,6 +146,8 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
         target = build_target(cell.target)
         method = build_method(cell.method)
         result = method.run(target, seed=cell.seed, grad_budget=cell.grad_budget)
+        if result.interrupted:  # Ctrl-C: a partial run is not the cell's answer, and must not be cached
+            raise KeyboardInterrupt
         row = metrics.evaluate(result, target, reference=reference, seed=cell.seed)
         if cell.timing:
             from ..mcmc.timing import seconds_per_gradient

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import workbench as wb
 import workbench.study.runner as runner_module
 from tests.study_fixtures import GAUSS, STUDY_FILE, TINY
 from workbench.study import Cell, Study, run_study
@@ -132,3 +134,23 @@ def test_targets_without_truth_get_a_cached_reference_posterior(tmp_path):
     assert run.cache_reference(spec).shape == (2000, 2)
 
 
+
+
+@dataclasses.dataclass(frozen=True)
+class AlwaysInterrupted(wb.methods.Method):
+    """A method whose every run comes back as Ctrl-C leaves it (a partial Result)."""
+
+    def _run(self, target, seed, budget):
+        from workbench.methods.base import RunClock
+
+        result = self.result(target, seed, np.zeros((1, 3, target.dim)), RunClock())
+        result.interrupted = True
+        return result
+
+
+def test_an_interrupted_run_is_not_a_cells_answer_and_is_not_cached():
+    from workbench.study.cells import Cell, run_cell
+
+    cell = Cell({"factory": "gaussian", "dim": 2}, {"method": f"{__name__}:AlwaysInterrupted"}, 0)
+    with pytest.raises(KeyboardInterrupt):
+        run_cell(cell)
