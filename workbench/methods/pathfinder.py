@@ -15,7 +15,7 @@ from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import pathfinder as P
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
+from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .importance import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
 from .nn4post import PARETO_K_GOOD
 from .sampling import initial_points
@@ -148,6 +148,15 @@ class Pathfinder(Method):
         out.update(iterations=max(len(path.x) - 1, 0), message=path.message, rejected_pairs=gaussians.rejected_pairs)
         return out
 
+    def _guarded_path(self, target, x0, rng, limit, control, i):
+        """One path; the user's density raising in it becomes a DensityError naming the path."""
+        try:
+            return self._one_path(target, x0, rng, limit, control)
+        except (WorkbenchError, KeyboardInterrupt, np.linalg.LinAlgError):
+            raise
+        except Exception as exc:  # the user's density raised (our kernels raise nothing)
+            raise density_raised(self.name, target, exc, i, int(control[C_PROGRESS]) + 1, x0, "path") from exc
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         clock = RunClock()
         clock.compile(log_ratios, target)
@@ -158,7 +167,7 @@ class Pathfinder(Method):
         limit = self._path_budget(target, budget)
         controls = np.zeros((self.paths, 2), dtype=np.int64)
         outputs, interrupted = run_in_threads(
-            lambda i: self._one_path(target, x0[i], rngs[i], limit, controls[i]),
+            lambda i: self._guarded_path(target, x0[i], rngs[i], limit, controls[i], i),
             controls, self.max_iters, self.progress, f"{self.name} on {target.name}",
         )
         spent = start_evals + sum(o["evals"] for o in outputs)

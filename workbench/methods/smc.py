@@ -21,7 +21,7 @@ from ..smc import mutation as M
 from ..smc import tempering as T
 from ..smc.reference import GaussianReference, as_reference, check_reference, diagonal_gaussian
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
+from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .importance import log_evidence, resample
 
 # The step size's start, in units of the particles' sds: HMC's stable step shrinks as d^(-1/4)
@@ -268,8 +268,16 @@ class SMC(Method):
                     "give a larger budget or fewer particles, runs, mcmc_steps or n_leapfrog")
         rngs = chain_rngs(seed, self.runs)
         controls = np.zeros((self.runs, 2), dtype=np.int64)
+        def one_run(r):
+            try:
+                return self._one_run(target, ref, rngs[r], limit, controls[r])
+            except (WorkbenchError, KeyboardInterrupt, np.linalg.LinAlgError):
+                raise
+            except Exception as exc:  # the user's density raised in a compiled kernel (ours raise nothing)
+                raise density_raised(self.name, target, exc, r, int(controls[r, C_PROGRESS]) + 1, ref.mean, "run") from exc
+
         outputs, interrupted = run_in_threads(
-            lambda r: self._one_run(target, ref, rngs[r], limit, controls[r]),
+            one_run,
             controls, _PROGRESS_UNITS, self.progress, f"{self.name} on {target.name}",
         )
         log_zs = np.array([o["log_z"] for o in outputs])

@@ -150,6 +150,8 @@ def test_ctrl_c_stops_importance_sampling_and_keeps_what_it_evaluated(ctrl_c_rai
     wb.methods.FullRankVI(init="point", steps=2000, progress=False),
     wb.methods.DADVI(),
     wb.methods.RandomWalkMH(warmup=100, draws=2000, progress=False),
+    wb.methods.Pathfinder(progress=False),
+    wb.methods.SMC(particles=200, progress=False),
 ], ids=lambda m: m.name)
 def test_a_density_that_raises_is_named_with_the_method_chain_iteration_and_point(method):
     with pytest.raises(DensityError) as info:
