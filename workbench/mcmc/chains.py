@@ -31,7 +31,7 @@ from .metric import (
     from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient,
 )
 from .step_size import dual_averaging_start, dual_averaging_update, find_reasonable_step_size
-from .termination import N_CHECKPOINT_ROWS
+from .termination import N_CHECKPOINT_ROWS, NAN_COUNT
 from .trajectory import N_VECS, P0, PAIR_G, PAIR_Q, nuts_transition, static_transition
 
 ALGO_HMC, ALGO_NUTS = 0, 1
@@ -70,8 +70,9 @@ SETTINGS_TYPE = numba.typeof(hamiltonian_settings(**{f: 0 for f in HamiltonianSe
 TRANSFORM_TYPE = numba.typeof(metric_transform(2, 1))
 
 # per-draw statistics (columns of stats_out)
-STAT_NAMES = ("accept_prob", "diverging", "step_size", "tree_depth", "n_steps", "energy", "energy_error", "logp")
-S_ACCEPT, S_DIVERGING, S_STEP, S_DEPTH, S_N_STEPS, S_ENERGY, S_ENERGY_ERROR, S_LOGP = range(8)
+STAT_NAMES = ("accept_prob", "diverging", "step_size", "tree_depth", "n_steps", "energy", "energy_error", "logp",
+              "nan_density")
+S_ACCEPT, S_DIVERGING, S_STEP, S_DEPTH, S_N_STEPS, S_ENERGY, S_ENERGY_ERROR, S_LOGP, S_NAN = range(9)
 
 
 def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, transform, draws_out, stats_out,
@@ -134,13 +135,13 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         elif transformed:
             logp, accept, n, diverging, energy, energy_error = static_transition(
                 logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, transform,
-                settings.max_energy_error, rng, vecs
+                settings.max_energy_error, rng, vecs, ckpt
             )
             depth = 0
         else:
             logp, accept, n, diverging, energy, energy_error = static_transition(
                 logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, None,
-                settings.max_energy_error, rng, vecs
+                settings.max_energy_error, rng, vecs, ckpt
             )
             depth = 0
         if transformed:
@@ -155,6 +156,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         stats_out[it, S_ENERGY] = energy
         stats_out[it, S_ENERGY_ERROR] = energy_error
         stats_out[it, S_LOGP] = logp
+        stats_out[it, S_NAN] = ckpt[NAN_COUNT, 0, 0]  # NaN densities met in this transition
+        ckpt[NAN_COUNT, 0, 0] = 0.0
 
         if it < n_warmup:
             flags = schedule[it]

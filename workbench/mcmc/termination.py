@@ -34,7 +34,10 @@ from ..jit import jit
 
 # rows of the checkpoint array (N_CHECKPOINT_ROWS, max_depth, d)
 START_P, START_SUM, END_P, END_SUM = range(4)
-N_CHECKPOINT_ROWS = 4
+# the transitions count there, in [NAN_COUNT, 0, 0], the leaves where the density was NaN (a
+# fault to name, not the edge of the support that -inf is); the chain reads and resets it
+NAN_COUNT = 4
+N_CHECKPOINT_ROWS = 5
 
 
 def checkpoints(max_depth: int, dim: int) -> np.ndarray:

@@ -33,7 +33,7 @@ import math
 from ..jit import jit
 from .integrators import integrate, leapfrog_leaf
 from .metric import kinetic_energy, sample_momentum
-from .termination import START_P, add_leaf, merged_trajectory_persists
+from .termination import NAN_COUNT, START_P, add_leaf, merged_trajectory_persists
 
 # rows of the transition workspace ``vecs``; the proposal buffers come in two (position,
 # gradient) pairs whose roles, "sample" and "proposal", swap instead of copying
@@ -81,6 +81,8 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_ene
         h = -lp + kinetic
         if not math.isfinite(h):
             h = math.inf  # a NaN or infinite density: rejected, counted as a divergence
+            if math.isnan(lp):
+                ckpt[NAN_COUNT, 0, 0] += 1.0
         log_w = h0 - h
         if -log_w > max_energy_error:
             return False, w_max + math.log(w_sum), n + 1, sum_accept, True, prop_lp, prop_h
@@ -171,7 +173,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, tr
 
 @jit(nrt=False)
 def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, momentum_sd, transform, max_energy_error,
-                      rng, vecs):
+                      rng, vecs, ckpt):
     """One HMC transition: ``n_steps`` leapfrog steps, then a Metropolis accept/reject.
 
     Returns (logp, accept_prob, n_leapfrog, diverging, energy, energy_error). A non-finite
@@ -185,6 +187,8 @@ def static_transition(logp_grad, data, q, g, logp, step, n_steps, inv_mass, mome
     h = -lp + kinetic_energy(zp, inv_mass)
     if not math.isfinite(h):
         h = math.inf
+        if math.isnan(lp):
+            ckpt[NAN_COUNT, 0, 0] += 1.0
     energy_error = h - h0
     diverging = energy_error > max_energy_error
     accept_prob = 1.0 if energy_error <= 0.0 else math.exp(-energy_error)

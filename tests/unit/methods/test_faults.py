@@ -41,8 +41,11 @@ def raising_target(threshold):
 @pytest.mark.parametrize("method", [
     wb.methods.RandomWalkMH(warmup=200, draws=1000, progress=False),
     wb.methods.IndependenceMH(proposal=wb.approximations.Gaussian(np.zeros(2), 0.6 * np.eye(2)), draws=1000),
-])
-def test_metropolis_counts_and_reports_nan_densities(method):
+    # Hamiltonian samplers name a NaN as NaN too, not only as the divergence it also is
+    wb.methods.NUTS(warmup=200, draws=1000, progress=False),
+    wb.methods.HMC(warmup=200, draws=1000, progress=False),
+], ids=lambda m: m.name)
+def test_samplers_count_and_report_nan_densities(method):
     with pytest.warns(RuntimeWarning, match="NaN density"):
         res = method.run(nan_target(), seed=1)
     n_nan = res.info["nan_density_evals"]
