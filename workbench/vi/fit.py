@@ -48,7 +48,17 @@ from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
-from .stopping import annealed_out, learning_rate, new_plateau, record_elbo
+from .stopping import (
+    R_PENALTY,
+    R_REJECTED,
+    accept_step,
+    annealed_out,
+    learning_rate,
+    new_plateau,
+    new_rejections,
+    record_elbo,
+    reject_step,
+)
 
 # integer settings
 (I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
@@ -64,13 +74,6 @@ OPT_ADAM, OPT_GD = 0, 1
 OPTIMIZERS = {"adam": OPT_ADAM, "gd": OPT_GD}
 TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta")
 STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
-# A step whose draws meet a NaN or -inf density (or whose update overflows) is rejected and the
-# rate halved (as Stan's ADVI adapts its step size down when the ELBO is not finite); only this
-# many rejections in a row end the fit (status NONFINITE): the rate is then 2^-20 of its own.
-MAX_CONSECUTIVE_REJECTIONS = 20
-# after a rejection the rate comes back by 2^(1/10) per accepted step (ten steps undo a halving),
-# so a density with a hard boundary inside q's mass does not freeze the fit
-RATE_RECOVERY = 2.0 ** 0.1
 
 
 @jit
@@ -141,9 +144,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
     anneal_steps = max(patience * window, 1)
     m1_before = np.empty(n_par)
     m2_before = np.empty(n_par)
-    penalty = 1.0  # halved by every rejected step (a non-finite loss or update)
-    rejected = 0
-    consecutive = 0
+    rejections = new_rejections()  # stopping.py's rule for steps that meet NaN or -inf
     t = t_start
     while t < isettings[I_T_STOP]:
         if control[C_STOP] != 0:
@@ -176,10 +177,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         n_grad += n
         if bad or not math.isfinite(loss):
             # a draw where the density is NaN or -inf: a rejected step, at half the rate after it
-            rejected += 1
-            consecutive += 1
-            penalty *= 0.5
-            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+            if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break
             continue
@@ -209,7 +207,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             mean /= k
             for i in range(k):
                 grad_a[i] -= mean
-        lr = penalty * learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
+        lr = rejections[R_PENALTY] * learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
         if isettings[I_SCALE_BY_SIGMA] != 0:
             # each mean steps in units of its component's sd at this step, as the loss computed
             # it (frozen entries stay 0)
@@ -235,15 +233,11 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
                 params[p] = previous[p]
             m1[:] = m1_before
             m2[:] = m2_before
-            rejected += 1
-            consecutive += 1
-            penalty *= 0.5
-            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+            if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break
             continue
-        consecutive = 0
-        penalty = min(1.0, penalty * RATE_RECOVERY)
+        accept_step(rejections)
         min_c = c[0]
         for i in range(k):
             min_c = min(min_c, c[i])
@@ -260,7 +254,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         if record_elbo(-loss, done, window, patience, tol, lr, lr_end, plateau):
             status = STATUS_CONVERGED
             break
-    return done, n_grad, status, float(rejected)
+    return done, n_grad, status, rejections[R_REJECTED]
 
 
 fit_kernel = target_kernel(

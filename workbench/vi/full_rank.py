@@ -40,8 +40,6 @@ from numba import types
 from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
 from ..rng import fill_standard_normal
 from .fit import (
-    MAX_CONSECUTIVE_REJECTIONS,
-    RATE_RECOVERY,
     STATUS_BUDGET,
     STATUS_CONVERGED,
     STATUS_NONFINITE,
@@ -49,7 +47,17 @@ from .fit import (
     STATUS_STOPPED,
 )
 from .optimizers import adam_step, all_finite
-from .stopping import annealed_out, learning_rate, new_plateau, record_elbo
+from .stopping import (
+    R_PENALTY,
+    R_REJECTED,
+    accept_step,
+    annealed_out,
+    learning_rate,
+    new_plateau,
+    new_rejections,
+    record_elbo,
+    reject_step,
+)
 
 TRACE_NAMES = ("elbo", "learning_rate", "grad_norm_mu", "grad_norm_chol")
 BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
@@ -90,9 +98,7 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
         average[p] = params[p]
     m1_before = np.empty(n_par)
     m2_before = np.empty(n_par)
-    penalty = 1.0  # halved by every rejected step (fit.py's rule)
-    rejected = 0
-    consecutive = 0
+    rejections = new_rejections()  # stopping.py's rule for steps that meet NaN or -inf
     t = 0
     while t < steps:
         if control[C_STOP] != 0:
@@ -134,17 +140,14 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
                 for j in range(i + 1):  # the diagonal collects d/dL_ii, turned into d/dzeta_i below
                     grad_chol[i, j] -= gi * eta[s, j]
         if bad:  # a draw where the density is NaN or -inf: rejected, at half the rate after it
-            rejected += 1
-            consecutive += 1
-            penalty *= 0.5
-            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+            if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break
             continue
         for i in range(d):
             grad_chol[i, i] = (grad_chol[i, i] - 1.0 / sd[i]) * sigmoid[i]
         elbo = mean_logp + entropy + 0.5 * d * LOG_2PI_E
-        step_lr = penalty * learning_rate(t, steps, lr, lr_final, anneal_steps, plateau)
+        step_lr = rejections[R_PENALTY] * learning_rate(t, steps, lr, lr_final, anneal_steps, plateau)
         # each coordinate's steps in units of its current marginal sd (the norm of L's row)
         for i in range(d):
             row = sd[i] * sd[i]
@@ -162,15 +165,11 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
                 params[p] = previous[p]
             m1[:] = m1_before
             m2[:] = m2_before
-            rejected += 1
-            consecutive += 1
-            penalty *= 0.5
-            if consecutive > MAX_CONSECUTIVE_REJECTIONS:
+            if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break
             continue
-        consecutive = 0
-        penalty = min(1.0, penalty * RATE_RECOVERY)
+        accept_step(rejections)
         norm_mu = 0.0
         for i in range(d):
             norm_mu += grad_mu[i] * grad_mu[i]
@@ -191,7 +190,7 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
         if record_elbo(elbo, done, window, patience, tol, step_lr, lr_end, plateau):
             status = STATUS_CONVERGED
             break
-    return done, n_grad, status, float(rejected)
+    return done, n_grad, status, rejections[R_REJECTED]
 
 
 full_rank_kernel = target_kernel(

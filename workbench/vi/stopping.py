@@ -1,5 +1,6 @@
-"""The stopping rule and learning-rate schedule every VI fit shares (NN4Post, MeanFieldVI,
-FullRankVI), as small compiled functions called once per step from the fit kernels.
+"""The stopping rule, the learning-rate schedule and the rule for rejected steps every VI fit
+shares (NN4Post, MeanFieldVI, FullRankVI), as small compiled functions called once per step
+from the fit kernels.
 
 The rate decays exponentially from ``lr`` to ``lr x lr_final`` over the planned steps.
 The ELBO is averaged over windows of ``window`` steps; when the best window mean has not
@@ -73,3 +74,36 @@ def record_elbo(elbo, done, window, patience, tol, lr, lr_end, plateau):
             plateau[P_T_ANNEAL] = done
             plateau[P_LR_ANNEAL] = lr
     return False
+
+
+# -- rejected steps ---------------------------------------------------------------------------
+# A step whose draws meet a NaN or -inf density (or whose update overflows) is rejected and the
+# rate halved (as Stan's ADVI adapts its step size down when the ELBO is not finite); after it
+# the rate comes back by 2^(1/10) per accepted step (ten steps undo a halving), so a density
+# with a hard boundary inside q's mass does not freeze the fit. Only this many rejections in a
+# row end the fit (status NONFINITE): the rate is then 2^-20 of its own.
+MAX_CONSECUTIVE_REJECTIONS = 20
+RATE_RECOVERY = 2.0 ** 0.1
+R_REJECTED, R_CONSECUTIVE, R_PENALTY = range(3)
+
+
+@jit
+def new_rejections():
+    """The rule's running numbers: rejected steps, of which in a row, the rate's factor."""
+    return np.array([0.0, 0.0, 1.0])
+
+
+@jit
+def reject_step(rejections) -> bool:
+    """Count a rejected step and halve the rate; True when too many came in a row."""
+    rejections[R_REJECTED] += 1.0
+    rejections[R_CONSECUTIVE] += 1.0
+    rejections[R_PENALTY] *= 0.5
+    return rejections[R_CONSECUTIVE] > MAX_CONSECUTIVE_REJECTIONS
+
+
+@jit
+def accept_step(rejections) -> None:
+    """An accepted step: the run of rejections ends and the rate comes back a little."""
+    rejections[R_CONSECUTIVE] = 0.0
+    rejections[R_PENALTY] = min(1.0, rejections[R_PENALTY] * RATE_RECOVERY)
