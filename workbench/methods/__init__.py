@@ -15,7 +15,8 @@ from .hmc import HMC, NUTS
 from .importance import ImportanceSampling, RejectionSampling
 from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
-from .nn4post import MeanFieldVI, NN4Post, VIDivergenceError
+from .nn4post import MeanFieldVI, NN4Post
+from .vi_health import VIDivergenceError
 from .pathfinder import Pathfinder, PathfinderError
 from .smc import SMC, SMCError
 

@@ -16,7 +16,7 @@ from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .nn4post import khat_reserve, pareto_check, without_reserve
+from .vi_health import khat_reserve, pareto_check, without_reserve
 from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per

@@ -17,7 +17,7 @@ from ..target import Target
 from ..vi import fit as F
 from ..vi import full_rank as FR
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
-from .nn4post import (
+from .vi_health import (
     DEFAULT_STEPS,
     VIDivergenceError,
     fit_messages,

@@ -6,7 +6,6 @@ here, so studies can ablate it.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -15,294 +14,27 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import GaussianMixture
-from ..errors import WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
-from .importance import compute_log_ratios, pareto_khat
 from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
+from .component_adaptation import ComponentAdapter, softplus_inv, components_from_modes
+from .vi_health import (
+    DEFAULT_STEPS,
+    KHAT_DRAWS,
+    VIDivergenceError,
+    fit_messages,
+    funnel_message,
+    khat_reserve,
+    note_rejected_steps,
+    pareto_check,
+    without_reserve,
+)
 
 INITS = ("modes", "box")
-PARETO_K_GOOD = 0.7
-ADAPT_WIDEN = 3.0
-DEFAULT_STEPS = 5000
 MAX_SEARCH_STARTS = 2000
-REMOVED_WEIGHT = 1e-12
-
-class VIDivergenceError(WorkbenchError, FloatingPointError):
-    """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
-    holds the fit with the last finite parameters (nothing is lost)."""
-
-    def __init__(self, message, iteration, result):
-        super().__init__(message)
-        self.iteration = iteration
-        self.result = result
-
-
-def _softplus_inv(s):
-    s = np.asarray(s, dtype=float)
-    return s + np.log(-np.expm1(-s))
-
-
-def components_from_modes(search: M.ModeSearch, k: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(a, means, sds) of k components placed on the modes of a search.
-
-    The best k modes by Laplace evidence get a component each, at the mode, with its mean-field
-    sds; weights are the modes' shares of the evidence. With fewer modes than components, each
-    spare component joins the mode with the largest weight per component so far, one local sd
-    away in a random direction (a jitter of Mahalanobis length one, whatever d: spread, not
-    stacked, and not d/2 nats of KL away), and the mode's weight is shared.
-    """
-    modes = search.modes[:k]
-    log_z = np.array([m.log_z for m in modes])
-    w = np.exp(log_z - np.logaddexp.reduce(log_z))
-    counts = np.ones(len(modes), dtype=int)
-    for _ in range(k - len(modes)):
-        counts[np.argmax(w / counts)] += 1
-    mu, sd, weights = [], [], []
-    for mode, wj, nj in zip(modes, w, counts):
-        for n in range(nj):
-            z = rng.standard_normal(mode.x.size)
-            mu.append(mode.x + (mode.sd * z / np.linalg.norm(z) if n > 0 else 0.0))
-            sd.append(mode.sd)
-            weights.append(max(wj / nj, 1e-6))
-    a = np.log(np.array(weights))
-    return a - a.mean(), np.array(mu), np.array(sd)
-
-
-def _tail_length(n: int) -> int:
-    """How many of the last ELBO values the convergence check reads: a fifth, 50 to 2,000."""
-    return int(min(n, max(50, min(2000, n // 5))))
-
-
-def elbo_slope(elbo: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of the ELBO trace's tail (per 1,000 steps) and its t statistic."""
-    n = _tail_length(len(elbo))
-    if n < 10:
-        return math.nan, math.nan
-    y = np.asarray(elbo[-n:], dtype=float)
-    x = np.arange(n, dtype=float)
-    x -= x.mean()
-    slope = float(x @ (y - y.mean()) / (x @ x))
-    resid = y - y.mean() - slope * x
-    se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
-    return 1000.0 * slope, (slope / se if se > 0 else math.inf * np.sign(slope))
-
-
-def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
-    """The ELBO still rises, clearly (t > 3) and by more than the stopping rule's tolerance over the tail."""
-    if not (math.isfinite(slope) and slope_t > 3):
-        return False
-    rise = slope / 1000.0 * _tail_length(len(elbo))
-    return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
-
-
-def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], dict]:
-    """What a VI fit says about how it stopped: the status line, and a warning when it
-    stopped on its budget or step count while its ELBO was still rising; with the slope
-    numbers for ``result.info``."""
-    n = len(elbo)
-    messages = {
-        F.STATUS_CONVERGED: [f"stopped at step {n}: the ELBO's running mean stopped improving "
-                             "(and the learning rate was then annealed to its final value)"],
-        F.STATUS_BUDGET: [f"gradient budget spent after {n} steps"],
-        F.STATUS_STOPPED: [f"interrupted after {n} steps"],
-    }.get(status, [])
-    slope, slope_t = elbo_slope(elbo)
-    if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, tol):
-        messages.append(
-            f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
-            f"{_tail_length(n)} of {n} steps (t = {slope_t:.1f}) when the "
-            f"{'gradient budget' if status == F.STATUS_BUDGET else 'step count'} ended; give more steps or budget"
-        )
-    return messages, {"elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
-
-
-def note_rejected_steps(result: Result, rejected: int) -> None:
-    """Record the steps a fit rejected (a draw where the density was NaN or -inf, or an
-    overflowing update; each halved the rate) in ``info`` and say so."""
-    result.info["rejected_steps"] = int(rejected)
-    if rejected:
-        result.messages.append(
-            f"{rejected} step(s) rejected: a draw of q met a NaN or -inf density (or the update overflowed); "
-            "each halved the learning rate, which came back over the next ten accepted steps"
-        )
-
-
-KHAT_DRAWS = 1000
-"""Draws of q the Pareto k-hat check evaluates the target at (each one density and gradient
-call, paid from the run's budget: at most a tenth of it)."""
-KHAT_MIN_DRAWS = 100
-
-
-def khat_reserve(budget: Budget) -> int:
-    """The evaluations a VI fit keeps back from its budget for the k-hat check: ``KHAT_DRAWS``,
-    at most a tenth of the budget, none when that is below ``KHAT_MIN_DRAWS``."""
-    if budget.grad_evals is None:
-        return KHAT_DRAWS
-    n = min(KHAT_DRAWS, budget.grad_evals // 10)
-    return n if n >= KHAT_MIN_DRAWS else 0
-
-
-def without_reserve(budget: Budget, reserve: int) -> Budget:
-    """The budget the fit itself may spend."""
-    if budget.grad_evals is None or reserve == 0:
-        return budget
-    return dataclasses.replace(budget, grad_evals=budget.grad_evals - reserve)
-
-
-def pareto_check(target: Target, approx, draws: np.ndarray, n: int = KHAT_DRAWS) -> tuple[float, list[str], int]:
-    """The Pareto k-hat of q against the target from the first ``n`` of q's draws (Yao et al.
-    2018; ArviZ's PSIS), with a warning above 0.7. Returns (k-hat, messages, density
-    evaluations spent: one per draw); with ``n`` below ``KHAT_MIN_DRAWS`` nothing is evaluated
-    and k-hat is NaN."""
-    draws = draws[:n]
-    if len(draws) < KHAT_MIN_DRAWS:
-        return math.nan, [f"Pareto k-hat not computed: the budget leaves fewer than {KHAT_MIN_DRAWS} evaluations "
-                          "for it (a tenth of the budget is kept for it)"], 0
-    khat = pareto_khat(compute_log_ratios(target, approx, draws))[1]
-    if khat > PARETO_K_GOOD:
-        return khat, [
-            f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
-            "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
-            "importance-correct it or trust it less"
-        ], len(draws)
-    return khat, [], len(draws)
-
-
-def funnel_message(khat: float) -> list[str]:
-    """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass:
-    the hierarchical funnel, which no Gaussian or mixture of a few fits. Empty otherwise."""
-    if not khat > PARETO_K_GOOD:
-        return []
-    return [
-        f"funnel: no mode was found and k-hat is {khat:.2f}: the posterior looks like a hierarchical funnel "
-        "(log p grows without bound as a group scale goes to 0), which this family cannot fit, so the fit "
-        "has failed here; a non-centred parametrisation is the cure, or NUTS with a high target_accept"
-    ]
-
-
-class _ComponentAdapter:
-    """Moves dead or duplicate components to modes q does not cover yet, between windows of the fit.
-
-    Variational boosting (Miller, Foti and Adams 2017) adds components where the residual
-    log p - log q is large; GMMVI (Arenz et al. 2023) deletes components of negligible weight
-    and adds new ones at the draw where q is worst. Here the number of components is fixed:
-    a component whose weight stayed below ``c_accuracy`` for two windows is the one that moves.
-    Its new place is the optimum of an L-BFGS ascent from the candidate (a draw of q with its
-    scales widened threefold) with the largest log p - log q; if that optimum is a mode no live
-    component covers, the component moves there with the mode's Laplace scales and a weight from its Laplace evidence against the
-    current ELBO (the mass q already holds), and its optimiser moments restart at zero;
-    otherwise it is removed (GMMVI's deletion): its weight goes to the component it duplicates
-    and it stays frozen at a negligible weight.
-    """
-
-    def __init__(self, method: "NN4Post", target: Target, rng):
-        self.method, self.target, self.rng = method, target, rng
-        k = method.n_components
-        self.below = np.zeros(k, dtype=int)
-        self.tries = np.zeros(k, dtype=int)
-        self.moves: list[dict] = []
-
-    def _weights(self, a, r):
-        z = r * (a - (a.mean() if self.method.gauge == "fix_c" else 0.0))
-        return np.exp(z - np.logaddexp.reduce(z))
-
-    def step(self, params, lr_scale, state, r, t, elbo, budget_left) -> int:
-        """Adapt after step t; returns the gradient evaluations spent."""
-        m, target = self.method, self.target
-        self.t = t
-        k, d = m.n_components, target.dim
-        a = params[:k]
-        mu = params[k : k + k * d].reshape(k, d)
-        zeta = params[k + k * d :].reshape(k, d)
-        c = self._weights(a, r)
-        sigma = np.logaddexp(0.0, zeta)
-        active = lr_scale[:k] > 0  # removed components are frozen (step scale 0)
-        free = c < m.c_accuracy
-        for i in range(k):
-            for l in range(k):
-                if active[l] and l != i and c[l] > c[i] and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0:
-                    free[i] = True
-        self.below = np.where(free, self.below + 1, 0)
-        due = [i for i in range(k) if self.below[i] >= 2 and self.tries[i] < m.adapt_tries and active[i]]
-        if not due:
-            return 0
-        cost = m.adapt_draws + M.min_grad_evals(d)
-        if budget_left is not None and budget_left < cost:
-            return 0
-        q = GaussianMixture(c, mu, sigma)
-        # candidates from q widened threefold, ranked by log p - log q under q itself: q's own
-        # draws see only its tails, the wider ones also the mass just beyond them
-        x = np.ascontiguousarray(GaussianMixture(c, mu, ADAPT_WIDEN * sigma).sample(m.adapt_draws, self.rng))
-        log_ratio = compute_log_ratios(target, q, x)
-        spent = m.adapt_draws
-        live = active & ~free
-        n_par = params.size
-        for i in due:
-            self.tries[i] += 1
-            self.below[i] = 0
-            j = int(np.argmax(log_ratio))
-            if not math.isfinite(log_ratio[j]):
-                break
-            log_ratio[j] = -math.inf  # the next component starts from the next-worst draw
-            limit = M.LBFGS_MAX_CALLS_PER_DIM * (d + 20) if budget_left is None else max(budget_left - spent - 2 * d, 2)
-            x_opt, lp, calls = M._ascend(target, x[j], limit)
-            spent += calls
-            covered = not math.isfinite(lp) or any(
-                np.sum(((x_opt - mu[l]) / sigma[l]) ** 2) < 4.0 * d for l in range(k) if live[l] and l != i
-            )
-            sd = None
-            if not covered:
-                sd, log_z, calls = M.laplace_summary(target, x_opt, lp)
-                spent += calls
-            if sd is None:
-                self._remove(i, a, c, r, mu, sigma, lr_scale, state, n_par)
-                continue
-            # weight: the new mode's mass against the mass q holds already (about exp(ELBO))
-            c_new = float(np.clip(1.0 / (1.0 + math.exp(min(elbo - log_z, 700.0))), 0.1 / k, 0.5))
-            others = np.delete(r * a, i)
-            a[i] = (math.log(c_new / (1.0 - c_new)) + float(np.logaddexp.reduce(others))) / r
-            mu[i] = x_opt
-            zeta[i] = _softplus_inv(sd)  # with scale_steps, the kernel steps its mean in these sds
-            for block in (np.array([i]), np.arange(k + i * d, k + (i + 1) * d),
-                          np.arange(k + k * d + i * d, k + k * d + (i + 1) * d)):
-                state[block] = 0.0
-                state[n_par + block] = 0.0
-            state[2 * n_par + 2] = 0  # the stopping rule's count of stale windows restarts
-            live[i] = True
-            self.moves.append({"step": t, "component": i, "kind": "moved", "weight": c_new,
-                               "to": x_opt.tolist() if d <= 20 else None, "log_z": float(log_z)})
-        return spent
-
-    def _remove(self, i, a, c, r, mu, sigma, lr_scale, state, n_par) -> None:
-        """Remove component i: its weight goes to the heaviest live component it duplicates (if
-        any); its parameters are frozen (step scale 0) at a weight of 1e-12. Sharing a peak is a
-        flat direction of the loss: a duplicate left free, or frozen at a weight the other a's can
-        drift past, shares the peak again."""
-        k = len(a)
-        c = self._weights(a, r)  # as they are now: an earlier removal in this window changed them
-        twins = [l for l in range(k) if l != i and lr_scale[l] > 0 and c[l] > c[i]
-                 and np.sum(((mu[i] - mu[l]) / sigma[l]) ** 2) < 4.0]
-        c_new = c.copy()
-        if twins:
-            heir = max(twins, key=lambda l: c[l])
-            c_new[heir] += c[i]
-        c_new[i] = REMOVED_WEIGHT
-        c_new /= c_new.sum()
-        z = np.log(c_new)
-        a[:] = (z - z.mean()) / r
-        d = mu.shape[1]
-        lr_scale[i] = 0.0
-        lr_scale[k + i * d : k + (i + 1) * d] = 0.0
-        lr_scale[k + k * d + i * d : k + k * d + (i + 1) * d] = 0.0
-        state[:k] = 0.0
-        state[n_par : n_par + k] = 0.0
-        self.moves.append({"step": self.t, "component": i, "kind": "removed", "weight": float(c[i]),
-                           "merged_into": int(heir) if twins else None})
-
 
 @dataclass(frozen=True)
 class NN4Post(Method):
@@ -484,7 +216,7 @@ class NN4Post(Method):
             a = np.log(np.maximum(approx.weights, 1e-300))
             a -= a.mean()
             mu = np.array(approx.means, dtype=float)
-            zeta = _softplus_inv(approx.scales)
+            zeta = softplus_inv(approx.scales)
             scale_mu = np.array(approx.scales, dtype=float)
         elif approx is not None:
             if np.shape(approx.mean) != (d,):
@@ -492,16 +224,16 @@ class NN4Post(Method):
             centre = np.asarray(approx.mean, dtype=float)
             sd = np.sqrt(np.diag(np.asarray(approx.cov, dtype=float)))
             mu = centre + (sd * rng.standard_normal((k, d)) if k > 1 else 0.0)
-            zeta = np.tile(_softplus_inv(sd), (k, 1))
+            zeta = np.tile(softplus_inv(sd), (k, 1))
             scale_mu = np.tile(sd, (k, 1))
         elif search is not None:
             a, mu, sd = components_from_modes(search, k, rng)
-            zeta = _softplus_inv(sd)
+            zeta = softplus_inv(sd)
             scale_mu = sd
         else:
             half = self.init_range if self.init_range is not None else math.sqrt(d)
             mu = target.initial_point + rng.uniform(-half, half, size=(k, d))
-            zeta = np.full((k, d), float(_softplus_inv(self.init_scale)))
+            zeta = np.full((k, d), float(softplus_inv(self.init_scale)))
         if self.init_weights is not None:
             w = np.asarray(self.init_weights, dtype=float).ravel()
             if w.shape != (k,) or np.any(w <= 0) or not np.all(np.isfinite(w)):
@@ -628,7 +360,7 @@ class NN4Post(Method):
             """One fit, in segments of a window when components are adapted between them."""
             settings = isettings.copy()
             state = F.new_state(params[i].size)
-            adapter = _ComponentAdapter(self, target, rngs[i]) if adapt else None
+            adapter = ComponentAdapter(self, target, rngs[i]) if adapt else None
             t, n_grad, status, moves, rejected = 0, 0, F.STATUS_STEPS, [], 0
             while t < steps and controls[i, C_STOP] == 0:
                 settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)

@@ -17,7 +17,7 @@ from ..target import Target
 from ..vi import pathfinder as P
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .importance import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
-from .nn4post import PARETO_K_GOOD
+from .vi_health import PARETO_K_GOOD
 from .sampling import initial_points
 
 

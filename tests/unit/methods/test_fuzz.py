@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 import pytest
 
-import workbench as wb
 from tests.unit.methods.test_cost_counting import METHODS
 from workbench.errors import WorkbenchError
 

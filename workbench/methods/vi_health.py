@@ -1,0 +1,143 @@
+"""What every VI method says about its fit: how it stopped (the ELBO's slope when a budget or
+step count ended it first), the steps it rejected, and the Pareto k-hat of q against the
+target (Yao, Vehtari, Simpson and Gelman 2018), with the draws that check costs kept back from
+the budget. Shared by NN4Post/MeanFieldVI, FullRankVI and DADVI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import WorkbenchError
+from ..result import Budget, Result
+from ..target import Target
+from ..vi import fit as F
+from .importance import compute_log_ratios, pareto_khat
+
+PARETO_K_GOOD = 0.7
+DEFAULT_STEPS = 5000
+
+
+class VIDivergenceError(WorkbenchError, FloatingPointError):
+    """The loss or a parameter became NaN or infinite. ``iteration`` says when; ``result``
+    holds the fit with the last finite parameters (nothing is lost)."""
+
+    def __init__(self, message, iteration, result):
+        super().__init__(message)
+        self.iteration = iteration
+        self.result = result
+
+
+def _tail_length(n: int) -> int:
+    """How many of the last ELBO values the convergence check reads: a fifth, 50 to 2,000."""
+    return int(min(n, max(50, min(2000, n // 5))))
+
+
+def elbo_slope(elbo: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of the ELBO trace's tail (per 1,000 steps) and its t statistic."""
+    n = _tail_length(len(elbo))
+    if n < 10:
+        return math.nan, math.nan
+    y = np.asarray(elbo[-n:], dtype=float)
+    x = np.arange(n, dtype=float)
+    x -= x.mean()
+    slope = float(x @ (y - y.mean()) / (x @ x))
+    resid = y - y.mean() - slope * x
+    se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
+    return 1000.0 * slope, (slope / se if se > 0 else math.inf * np.sign(slope))
+
+
+def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
+    """The ELBO still rises, clearly (t > 3) and by more than the stopping rule's tolerance over the tail."""
+    if not (math.isfinite(slope) and slope_t > 3):
+        return False
+    rise = slope / 1000.0 * _tail_length(len(elbo))
+    return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
+
+
+def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], dict]:
+    """What a VI fit says about how it stopped: the status line, and a warning when it
+    stopped on its budget or step count while its ELBO was still rising; with the slope
+    numbers for ``result.info``."""
+    n = len(elbo)
+    messages = {
+        F.STATUS_CONVERGED: [f"stopped at step {n}: the ELBO's running mean stopped improving "
+                             "(and the learning rate was then annealed to its final value)"],
+        F.STATUS_BUDGET: [f"gradient budget spent after {n} steps"],
+        F.STATUS_STOPPED: [f"interrupted after {n} steps"],
+    }.get(status, [])
+    slope, slope_t = elbo_slope(elbo)
+    if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, tol):
+        messages.append(
+            f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
+            f"{_tail_length(n)} of {n} steps (t = {slope_t:.1f}) when the "
+            f"{'gradient budget' if status == F.STATUS_BUDGET else 'step count'} ended; give more steps or budget"
+        )
+    return messages, {"elbo_slope_per_1k_steps": slope, "elbo_slope_t": slope_t}
+
+
+def note_rejected_steps(result: Result, rejected: int) -> None:
+    """Record the steps a fit rejected (a draw where the density was NaN or -inf, or an
+    overflowing update; each halved the rate) in ``info`` and say so."""
+    result.info["rejected_steps"] = int(rejected)
+    if rejected:
+        result.messages.append(
+            f"{rejected} step(s) rejected: a draw of q met a NaN or -inf density (or the update overflowed); "
+            "each halved the learning rate, which came back over the next ten accepted steps"
+        )
+
+
+KHAT_DRAWS = 1000
+"""Draws of q the Pareto k-hat check evaluates the target at (each one density and gradient
+call, paid from the run's budget: at most a tenth of it)."""
+KHAT_MIN_DRAWS = 100
+
+
+def khat_reserve(budget: Budget) -> int:
+    """The evaluations a VI fit keeps back from its budget for the k-hat check: ``KHAT_DRAWS``,
+    at most a tenth of the budget, none when that is below ``KHAT_MIN_DRAWS``."""
+    if budget.grad_evals is None:
+        return KHAT_DRAWS
+    n = min(KHAT_DRAWS, budget.grad_evals // 10)
+    return n if n >= KHAT_MIN_DRAWS else 0
+
+
+def without_reserve(budget: Budget, reserve: int) -> Budget:
+    """The budget the fit itself may spend."""
+    if budget.grad_evals is None or reserve == 0:
+        return budget
+    return dataclasses.replace(budget, grad_evals=budget.grad_evals - reserve)
+
+
+def pareto_check(target: Target, approx, draws: np.ndarray, n: int = KHAT_DRAWS) -> tuple[float, list[str], int]:
+    """The Pareto k-hat of q against the target from the first ``n`` of q's draws (Yao et al.
+    2018; ArviZ's PSIS), with a warning above 0.7. Returns (k-hat, messages, density
+    evaluations spent: one per draw); with ``n`` below ``KHAT_MIN_DRAWS`` nothing is evaluated
+    and k-hat is NaN."""
+    draws = draws[:n]
+    if len(draws) < KHAT_MIN_DRAWS:
+        return math.nan, [f"Pareto k-hat not computed: the budget leaves fewer than {KHAT_MIN_DRAWS} evaluations "
+                          "for it (a tenth of the budget is kept for it)"], 0
+    khat = pareto_khat(compute_log_ratios(target, approx, draws))[1]
+    if khat > PARETO_K_GOOD:
+        return khat, [
+            f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
+            "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
+            "importance-correct it or trust it less"
+        ], len(draws)
+    return khat, [], len(draws)
+
+
+def funnel_message(khat: float) -> list[str]:
+    """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass:
+    the hierarchical funnel, which no Gaussian or mixture of a few fits. Empty otherwise."""
+    if not khat > PARETO_K_GOOD:
+        return []
+    return [
+        f"funnel: no mode was found and k-hat is {khat:.2f}: the posterior looks like a hierarchical funnel "
+        "(log p grows without bound as a group scale goes to 0), which this family cannot fit, so the fit "
+        "has failed here; a non-centred parametrisation is the cure, or NUTS with a high target_accept"
+    ]
