@@ -18,7 +18,7 @@ _NAMES = {
     "WorkbenchError": "errors", "CacheWarning": "errors",
     "Reference": "references", "reference": "references",
     "Budget": "result", "Cost": "result", "Result": "result",
-    "GradientCheck": "target", "Target": "target", "Truth": "target", "check_gradient": "target",
+    "GradientCheck": "gradient_check", "Target": "target", "Truth": "truth", "check_gradient": "gradient_check",
 }
 
 

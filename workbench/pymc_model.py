@@ -311,7 +311,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     )
     info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
     if check_gradient:
-        from .target import verify_gradient
+        from .gradient_check import verify_gradient
 
         verify_gradient(target)
     built[key] = target

@@ -7,7 +7,7 @@ NumPy arrays handed to it unchanged. What is known exactly about the target live
 :class:`Truth`.
 
 User targets are built with :meth:`Target.from_numba` (the user writes the gradient) or
-:meth:`Target.from_logp` (central-difference gradient, slow, warned); :func:`check_gradient`
+:meth:`Target.from_logp` (central-difference gradient, slow, warned); ``gradient_check.check_gradient``
 compares any target's gradient with finite differences.
 """
 
@@ -16,153 +16,32 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping
 
-import numba
 import numpy as np
-from numba.core.registry import CPUDispatcher
 
 from . import jit
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
 
-# --------------------------------------------------------------------------------------
-# Truth
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Truth:
-    """What is known exactly about a target (any field may be None when it is not known).
-
-    Attributes
-    ----------
-    mean, sd : ndarray (d,)
-        Exact mean and marginal standard deviations.
-    log_z : float
-        log of the normalising constant of ``exp(logp)`` as the target's ``logp_grad``
-        computes it (0 when ``logp_grad`` is normalised).
-    sampler : callable ``(rng, n) -> ndarray (n, d)``
-        Exact i.i.d. sampler.
-    marginal_pdf_fn, marginal_cdf_fn : callable ``(k, x) -> ndarray``
-        Density and distribution function of coordinate ``k``, vectorised over ``x``.
-    cov_fn : callable ``() -> ndarray (d, d)``
-        Builds the dense covariance on demand (targets stay usable at d = 10,000 without it).
-    extras : mapping
-        Target-specific facts, e.g. ``component_weights`` and ``assign_component`` for
-        mixtures (used by the mode-weight metric).
-    source : str
-        ``"exact"`` (closed form) or ``"reference"`` (long-run reference draws stand in).
-    """
-
-    mean: np.ndarray | None = None
-    sd: np.ndarray | None = None
-    log_z: float | None = None
-    sampler: Callable[[np.random.Generator, int], np.ndarray] | None = None
-    marginal_pdf_fn: Callable[[int, np.ndarray], np.ndarray] | None = None
-    marginal_cdf_fn: Callable[[int, np.ndarray], np.ndarray] | None = None
-    cov_fn: Callable[[], np.ndarray] | None = None
-    extras: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "exact"
-
-    @functools.cached_property
-    def cov(self) -> np.ndarray | None:
-        """Dense covariance (d, d), built on first access; None if unknown."""
-        if self.cov_fn is not None:
-            return self.cov_fn()
-        return None
-
-    def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """``n`` exact i.i.d. draws, shape (n, d)."""
-        if self.sampler is None:
-            raise TargetError("this target has no exact sampler")
-        return self.sampler(np.random.default_rng(rng), int(n))
-
-    def marginal_pdf(self, k: int, x) -> np.ndarray:
-        """Density of coordinate ``k`` at ``x`` (vectorised)."""
-        if self.marginal_pdf_fn is None:
-            raise TargetError("this target has no exact marginal densities")
-        return self.marginal_pdf_fn(self._coordinate(k), np.asarray(x, dtype=float))
-
-    def marginal_cdf(self, k: int, x) -> np.ndarray:
-        """Distribution function of coordinate ``k`` at ``x`` (vectorised)."""
-        if self.marginal_cdf_fn is None:
-            raise TargetError("this target has no exact marginal distribution functions")
-        return self.marginal_cdf_fn(self._coordinate(k), np.asarray(x, dtype=float))
-
-    def _coordinate(self, k) -> int:
-        d = None if self.mean is None else np.size(self.mean)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 or (d is not None and k >= d):
-            raise TargetError(f"coordinate k must be an integer in [0, {d}), got {k!r}")
-        return int(k)
+from .gradient_check import verify_gradient
+from .truth import Truth
+from .user_density import (
+    _bounds_checked_call,
+    _compile_for,
+    _finite_difference_logp_grad,
+    _is_library_function,
+    _is_numba_function,
+    _normalise_data,
+    _qualname,
+    _validate_user_function,
+)
 
 
 # --------------------------------------------------------------------------------------
 # Target
 # --------------------------------------------------------------------------------------
-
-
-def _is_numba_function(fn) -> bool:
-    return isinstance(fn, CPUDispatcher)
-
-
-def _normalise_data(data) -> tuple:
-    """The data tuple with every item a C-contiguous array (so its Numba type is stable)."""
-    if data is None:
-        return ()
-    if not isinstance(data, tuple):
-        raise TargetError(
-            f"data must be a tuple of NumPy arrays, got {type(data).__name__}; "
-            "wrap a single array as (X,)"
-        )
-    out = []
-    for i, item in enumerate(data):
-        try:
-            arr = np.asarray(item)
-        except ValueError:  # NumPy: "setting an array element with a sequence ... inhomogeneous"
-            raise TargetError(f"data[{i}] is not a rectangular array (rows of different lengths)") from None
-        if arr.dtype == object or arr.dtype.kind not in "fiub":
-            raise TargetError(
-                f"data[{i}] is not a numeric array (dtype {arr.dtype}): data items must hold numbers "
-                "(floats become float64, integers and booleans int64)"
-            )
-        if arr.dtype.kind == "f":
-            arr = arr.astype(np.float64, copy=False)
-        elif arr.dtype.kind in "iub":
-            arr = arr.astype(np.int64, copy=False)
-        arr = np.ascontiguousarray(arr)
-        arr.setflags(write=False)  # shared by all chains and threads: read-only
-        out.append(arr)
-    return tuple(out)
-
-
-def _compile_for(fn, signature, what: str, adapter):
-    """Check ``fn``'s arguments and compile it, inlined in the adapter through which kernels
-    and Python's calls reach it (``adapter()`` builds it), with a clear error."""
-    import inspect
-
-    try:
-        params = inspect.signature(fn.py_func).parameters
-    except (TypeError, ValueError):  # pragma: no cover - a function without a Python signature
-        params = None
-    if params is not None and len(params) != len(signature.args):
-        names = "(theta, grad_out, data)" if len(signature.args) == 3 else "(theta, grad_out, data, rows, scale)"
-        raise TargetError(
-            f"{what} takes {len(params)} argument(s) ({', '.join(params)}), it must take {len(signature.args)}: "
-            f"def {what}{names}: write the gradient into grad_out and return the log density"
-        )
-    try:
-        adapter()  # the kernels' adapter, which inlines fn: fn is compiled there and only there
-    except numba.core.errors.TypingError as exc:
-        raise TargetError(
-            f"{what} could not be compiled for the signature {signature}: it must take "
-            f"(theta: float64[::1], grad_out: float64[::1], data: tuple of arrays) "
-            f"[plus (rows: int64[::1], scale: float64) for the batch form], "
-            f"return the log density as a float and write the gradient into grad_out "
-            f"(not return it). Numba said:\n{exc}"
-        ) from exc
 
 
 @dataclass(frozen=True)
@@ -559,273 +438,3 @@ class Target:
         else:  # the bounds are checked whatever validate says (the closure above is ours)
             _bounds_checked_call(target, logp, logp_only=True)
         return target
-
-
-def _qualname(fn) -> str:
-    py = getattr(fn, "py_func", fn)
-    return f"{getattr(py, '__module__', '?')}.{getattr(py, '__qualname__', repr(py))}"
-
-
-def _finite_difference_logp_grad(logp, rel_step: float):
-    """A logp_grad whose gradient is the central difference of ``logp`` (a closure: not cached)."""
-
-    @numba.njit
-    def logp_grad(theta, grad_out, data):
-        value = logp(theta, data)
-        x = theta.copy()  # one allocation per gradient: negligible next to 2 d density calls
-        for k in range(theta.size):
-            h = rel_step * max(1.0, abs(theta[k]))
-            x[k] = theta[k] + h
-            up = logp(x, data)
-            x[k] = theta[k] - h
-            down = logp(x, data)
-            x[k] = theta[k]
-            grad_out[k] = (up - down) / (2.0 * h)
-        return value
-
-    return logp_grad
-
-
-def _is_library_function(fn) -> bool:
-    """The workbench's own densities (built-in targets, PyMC wrappers) are tested; a user's are checked."""
-    module = getattr(getattr(fn, "py_func", fn), "__module__", "") or ""
-    return module == "workbench" or module.startswith("workbench.")
-
-
-@functools.cache
-def _bounds_checked(py_func):
-    """A bounds-checked compile of a user's function (not cached on disk: Numba's cache index
-    does not tell it apart from the unchecked one)."""
-    return numba.njit(boundscheck=True)(py_func)
-
-
-def _bounds_checked_call(target: Target, fn, logp_only: bool = False):
-    """Call ``fn`` once at the initial point through a bounds-checked copy of itself: an index
-    out of range is a :class:`TargetError` instead of silent memory reads and writes in a
-    kernel. Returns (value, gradient), or None when the call raised something else (left to
-    the validation and the runs to report)."""
-    checked = _bounds_checked(fn.py_func)
-    x = target.initial_point.copy()
-    g = np.full(target.dim, np.nan)
-    try:
-        value = checked(x, target.data) if logp_only else checked(x, g, target.data)
-    except IndexError as exc:
-        raise TargetError(
-            f"{'logp' if logp_only else 'logp_grad'} of target {target.name!r} "
-            f"indexes out of range when called with dim={target.dim} and its data "
-            f"(theta and grad_out have {target.dim} entries; data shapes "
-            f"{[np.shape(a) for a in target.data]}): is dim right? ({exc})"
-        ) from exc
-    except Exception:
-        return None
-    return value, g
-
-
-def _validate_user_function(target: Target, logp_only=None) -> None:
-    """Call the user's function once, bounds-checked, at the initial point."""
-    fn = logp_only if logp_only is not None else target.logp_grad
-    called = _bounds_checked_call(target, fn, logp_only=logp_only is not None)
-    if called is None:  # it raised: check_point names the point (or raises it plainly)
-        target.check_point(target.initial_point, what="initial point")
-        raise TargetError(f"the density of target {target.name!r} raised at its initial point only when bounds-checked")
-    value, g = called
-    if not isinstance(value, (float, int, np.floating, np.integer)):
-        raise TargetError(
-            f"logp_grad of target {target.name!r} returned {type(value).__name__}; it must "
-            "return the log density as a float and write the gradient into grad_out"
-        )
-    if logp_only is None:
-        unwritten = np.flatnonzero(np.isnan(g))
-        if unwritten.size and math.isfinite(float(value)):
-            raise TargetError(
-                f"logp_grad of target {target.name!r} did not write grad_out at "
-                f"{unwritten.size} of {target.dim} coordinates (first: {unwritten[:6].tolist()}): "
-                f"the gradient has the wrong shape for dim={target.dim}"
-            )
-    target.check_point(target.initial_point, what="initial point")
-
-
-# --------------------------------------------------------------------------------------
-# Gradient check
-# --------------------------------------------------------------------------------------
-
-
-class GradientCheck(NamedTuple):
-    """Result of :func:`check_gradient`.
-
-    ``max_rel_error`` is the worst, over points, of
-    ``max_k |g_k - fd_k| / max(1, max_k |fd_k|)``: a relative error where the gradient is
-    large and an absolute one where it is near zero (at a mode).
-    """
-
-    max_rel_error: float
-    errors: np.ndarray  # per point
-    points: np.ndarray  # (n_points, d)
-    worst_point: np.ndarray
-    worst_coordinate: int
-
-    def __repr__(self) -> str:
-        return (
-            f"GradientCheck(max_rel_error={self.max_rel_error:.3g} over {len(self.errors)} "
-            f"points; worst at coordinate {self.worst_coordinate} of {format_point(self.worst_point)})"
-        )
-
-
-# central-difference stencils: (offsets in steps h, weights), the derivative = sum w f(x + o h) / h
-_STENCILS = {
-    3: ((1.0, -1.0), (0.5, -0.5)),  # error O(h^2), 2 density calls per coordinate
-    5: ((2.0, 1.0, -1.0, -2.0), (-1.0 / 12.0, 8.0 / 12.0, -8.0 / 12.0, 1.0 / 12.0)),  # O(h^4), 4 calls
-}
-
-
-def finite_difference_gradient(target: Target, theta, rel_step: float = 1e-3, stencil: int = 5) -> np.ndarray:
-    """Gradient of log p by central differences, from Python: the 5-point stencil (error
-    O(h^4)) or the 3-point one (O(h^2), half the density calls), step h = rel_step max(1, |theta_k|).
-    A coordinate where a neighbouring density is not finite comes out non-finite."""
-    offsets, weights = _STENCILS[stencil]
-    x = target._as_theta(theta).copy()
-    fd = np.empty(target.dim)
-    g = np.empty(target.dim)
-    for k in range(target.dim):
-        h = rel_step * max(1.0, abs(x[k]))
-        orig = x[k]
-        total = 0.0
-        for offset, weight in zip(offsets, weights):
-            x[k] = orig + offset * h
-            total += weight * target.kernel_logp_grad(x, g, target.kernel_data)
-        x[k] = orig
-        fd[k] = total / h
-    return fd
-
-
-def check_gradient(
-    target: Target,
-    points=None,
-    n_points: int = 3,
-    seed: int = 0,
-    rel_step: float = 1e-3,
-) -> GradientCheck:
-    """Compare ``target.logp_grad``'s gradient with central finite differences.
-
-    Parameters
-    ----------
-    points : array (n, d) or (d,), optional
-        Where to check. By default ``n_points`` exact draws when the target has an exact
-        sampler (typical points), else the initial point plus standard normal noise.
-    rel_step : float
-        Finite-difference step relative to max(1, |theta_k|).
-    """
-    if not isinstance(target, Target):
-        raise TargetError(f"check_gradient needs a workbench Target, got {type(target).__name__}")
-    if not (isinstance(rel_step, (int, float, np.floating)) and 0.0 < rel_step < 1.0):
-        raise TargetError(f"rel_step must be a number in (0, 1), got {rel_step!r}")
-    if points is None and (isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1):
-        raise TargetError(f"n_points must be an integer >= 1 (how many points to check at), got {n_points!r}")
-    rng = np.random.default_rng(seed)
-    if points is None:
-        if target.truth is not None and target.truth.sampler is not None:
-            points = target.truth.sample(n_points, rng)
-        else:
-            points = target.initial_point + rng.standard_normal((n_points, target.dim))
-    try:
-        pts = np.atleast_2d(np.asarray(points, dtype=float))
-    except (TypeError, ValueError):
-        raise TargetError(f"points must be an array (n, {target.dim}) of numbers, got {points!r}") from None
-    if pts.ndim != 2 or pts.shape[1] != target.dim:
-        raise TargetError(f"points must have shape (n, {target.dim}) or ({target.dim},), got {np.shape(points)}")
-    errors = np.empty(len(pts))
-    worst = (-1.0, 0, 0)
-    for i, p in enumerate(pts):
-        target.check_point(p, what="gradient-check point")
-        _, g = target.logp_and_grad(p)
-        fd = finite_difference_gradient(target, p, rel_step)
-        diff = np.abs(g - fd)
-        errors[i] = diff.max() / max(1.0, np.abs(fd).max())
-        if errors[i] > worst[0]:
-            worst = (errors[i], i, int(diff.argmax()))
-    return GradientCheck(float(errors.max()), errors, pts, pts[worst[1]], worst[2])
-
-
-# --------------------------------------------------------------------------------------
-# The gradient check made when a user's target is built
-# --------------------------------------------------------------------------------------
-
-GRADIENT_CHECK_MAX_DIM = 5000
-"""Above this dimension ``verify_gradient`` skips (with a note): 3 x (2 d + 1) density calls."""
-GRADIENT_CHECK_MAX_SECONDS = 5.0
-"""...or when those calls would take longer than this."""
-GRADIENT_CHECK_RTOL = 1e-3
-"""A coordinate is wrong when |g - fd| > RTOL max(1, |g|, |fd|) + the differences' round-off."""
-FD_STEP = float(np.cbrt(np.finfo(float).eps))
-"""The 3-point stencil's relative step, eps^(1/3): it balances truncation and round-off."""
-
-
-def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
-    """Check ``target.logp_grad``'s gradient against central differences once, when built.
-
-    At the initial point and ``n_points - 1`` points near it (the initial point plus
-    N(0, 0.5^2 max(1, |x|)^2) noise, shrunk where the density is not finite there; a sign
-    error is invisible at a mode, where the gradient is zero). Raises :class:`TargetError`
-    naming the worst coordinate when a coordinate disagrees beyond rounding; records what
-    was checked in ``target.build_info["gradient_check"]`` and returns it. Skipped, with a
-    note there and a warning, above ``GRADIENT_CHECK_MAX_DIM`` or when the check would take
-    longer than ``GRADIENT_CHECK_MAX_SECONDS``.
-    """
-    d = target.dim
-    x0 = target.initial_point
-    g0 = np.empty(d)
-    one_call = math.inf
-    for _ in range(3):  # the first call from Python can be slow (lazy initialisation): take the best
-        start = time.perf_counter()
-        target.kernel_logp_grad(x0, g0, target.kernel_data)
-        one_call = min(one_call, time.perf_counter() - start)
-    expected = n_points * (2 * d + 1) * one_call
-    if d > GRADIENT_CHECK_MAX_DIM or expected > GRADIENT_CHECK_MAX_SECONDS:
-        why = (f"d = {d} > {GRADIENT_CHECK_MAX_DIM}" if d > GRADIENT_CHECK_MAX_DIM
-               else f"it would take about {expected:.0f} s")
-        note = {"checked": False, "note": f"gradient check skipped: {why}; run wb.check_gradient(target) to check it"}
-        target.build_info["gradient_check"] = note
-        warnings.warn(f"Target {target.name!r}: {note['note']}", UserWarning, stacklevel=3)
-        return note
-    rng = np.random.default_rng(seed)
-    points = [x0]
-    for _ in range(n_points - 1):
-        noise = 0.5 * rng.standard_normal(d) * np.maximum(1.0, np.abs(x0))
-        for shrink in (1.0, 0.1, 0.01):
-            x = x0 + shrink * noise
-            if math.isfinite(target.kernel_logp_grad(x, g0, target.kernel_data)):
-                points.append(x)
-                break
-    worst = (0.0, -1, None, 0.0, 0.0)  # (excess over tolerance, coordinate, point, g, fd)
-    max_rel = 0.0
-    n_checked = 0
-    for x in points:
-        g = np.empty(d)
-        lp = target.kernel_logp_grad(x, g, target.kernel_data)
-        if not (math.isfinite(lp) and np.all(np.isfinite(g))):
-            continue
-        fd = finite_difference_gradient(target, x, FD_STEP, stencil=3)
-        h = FD_STEP * np.maximum(1.0, np.abs(x))
-        ok = np.isfinite(fd)
-        n_checked += 1
-        diff = np.abs(g - fd)
-        scale = np.maximum(1.0, np.maximum(np.abs(g), np.abs(fd)))
-        roundoff = 100.0 * np.finfo(float).eps * max(1.0, abs(lp)) / h
-        excess = np.where(ok, diff / (GRADIENT_CHECK_RTOL * scale + roundoff), 0.0)
-        max_rel = max(max_rel, float(np.max(np.where(ok, diff / scale, 0.0))))
-        k = int(np.argmax(excess))
-        if excess[k] > worst[0]:
-            worst = (float(excess[k]), k, x, float(g[k]), float(fd[k]))
-    info = {"checked": True, "points": n_checked, "max_rel_error": max_rel,
-            "density_calls": n_checked * (2 * d + 1)}
-    target.build_info["gradient_check"] = info
-    if worst[0] > 1.0:
-        _, k, x, gk, fdk = worst
-        raise TargetError(
-            f"the gradient of target {target.name!r} is wrong: at coordinate {k} "
-            f"({target.param_names[k]}) logp_grad wrote {gk:.6g} but the density's slope (central "
-            f"differences) is {fdk:.6g}, at the point {format_point(x)}. Check d log p / d "
-            f"{target.param_names[k]} (a sign, a factor, a missing term of the prior); "
-            "check_gradient=False skips this check"
-        )
-    return info

@@ -59,7 +59,7 @@ def test_a_dim_larger_than_the_data_is_refused_before_any_kernel_runs(build):
 
 
 def test_the_library_targets_are_not_bounds_checked_again():
-    from workbench.target import _is_library_function
+    from workbench.user_density import _is_library_function
     from tests.user_functions import iso_logp_grad
 
     assert _is_library_function(wb.targets.gaussian(3).logp_grad)

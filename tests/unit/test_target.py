@@ -33,7 +33,7 @@ def test_check_gradient_catches_a_wrong_gradient():
     wrong = t.replace(data=(np.array([1.0, 4.0, 9.0]),))
     assert wb.check_gradient(wrong).max_rel_error < 1e-9
 
-    from workbench.target import finite_difference_gradient
+    from workbench.gradient_check import finite_difference_gradient
 
     x = np.array([0.5, -1.0, 2.0])
     fd = finite_difference_gradient(t, x)
@@ -73,7 +73,7 @@ def test_gradient_check_allows_for_round_off_of_a_large_density():
 
 
 def test_gradient_check_is_skipped_with_a_note_above_its_size_limit(monkeypatch):
-    import workbench.target as target_module
+    import workbench.gradient_check as target_module
 
     monkeypatch.setattr(target_module, "GRADIENT_CHECK_MAX_DIM", 2)
     with pytest.warns(UserWarning, match="gradient check skipped: d = 3 > 2"):
