@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import TargetError, format_point
 
-if TYPE_CHECKING:  # annotations only: this module sits below target.py
-    from .target import Target
 
 
 def _is_target(obj) -> bool:
@@ -52,7 +50,7 @@ _STENCILS = {
 }
 
 
-def finite_difference_gradient(target: Target, theta, rel_step: float = 1e-3, stencil: int = 5) -> np.ndarray:
+def finite_difference_gradient(target, theta, rel_step: float = 1e-3, stencil: int = 5) -> np.ndarray:
     """Gradient of log p by central differences, from Python: the 5-point stencil (error
     O(h^4)) or the 3-point one (O(h^2), half the density calls), step h = rel_step max(1, |theta_k|).
     A coordinate where a neighbouring density is not finite comes out non-finite."""
@@ -73,7 +71,7 @@ def finite_difference_gradient(target: Target, theta, rel_step: float = 1e-3, st
 
 
 def check_gradient(
-    target: Target,
+    target,
     points=None,
     n_points: int = 3,
     seed: int = 0,
@@ -134,7 +132,7 @@ FD_STEP = float(np.cbrt(np.finfo(float).eps))
 """The 3-point stencil's relative step, eps^(1/3): it balances truncation and round-off."""
 
 
-def verify_gradient(target: Target, n_points: int = 3, seed: int = 0) -> dict:
+def verify_gradient(target, n_points: int = 3, seed: int = 0) -> dict:
     """Check ``target.logp_grad``'s gradient against central differences once, when built.
 
     At the initial point and ``n_points - 1`` points near it (the initial point plus

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -16,8 +15,6 @@ from numba.core.registry import CPUDispatcher
 
 from .errors import TargetError
 
-if TYPE_CHECKING:  # annotations only: this module sits below target.py
-    from .target import Target
 
 
 def _is_numba_function(fn) -> bool:
@@ -119,7 +116,7 @@ def _bounds_checked(py_func):
     return numba.njit(boundscheck=True)(py_func)
 
 
-def _bounds_checked_call(target: Target, fn, logp_only: bool = False):
+def _bounds_checked_call(target, fn, logp_only: bool = False):
     """Call ``fn`` once at the initial point through a bounds-checked copy of itself: an index
     out of range is a :class:`TargetError` instead of silent memory reads and writes in a
     kernel. Returns (value, gradient), or None when the call raised something else (left to
@@ -141,7 +138,7 @@ def _bounds_checked_call(target: Target, fn, logp_only: bool = False):
     return value, g
 
 
-def _validate_user_function(target: Target, logp_only=None) -> None:
+def _validate_user_function(target, logp_only=None) -> None:
     """Call the user's function once, bounds-checked, at the initial point."""
     fn = logp_only if logp_only is not None else target.logp_grad
     called = _bounds_checked_call(target, fn, logp_only=logp_only is not None)
