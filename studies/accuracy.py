@@ -142,9 +142,9 @@ def _gaussian_approximations(table: pd.DataFrame, top: pd.DataFrame) -> str:
     spend = (f" Pathfinder (4 paths) spends a median {pf['grad_evals'].median():,.0f} gradients of the "
              f"{int(top['grad_budget'].max()):,} and reaches within 2x of NUTS's W1 on "
              f"{int((pf_w1[both] <= 2 * nuts[both]).sum())} of {len(both)} targets." if len(pf) else "")
-    return ("Among the single-Gaussian approximations (Laplace, Pathfinder, MeanFieldVI, FullRankVI) the smallest "
+    return (f"Among the single-Gaussian approximations ({', '.join(GAUSSIAN_APPROXIMATIONS)}) the smallest "
             "W1 is " + "; ".join(parts) + " (the others: " + ", ".join(
-                f"{m} on {', '.join(t for t, w in winner.items() if w == m)}" for m in ("Laplace", "MeanFieldVI")
+                f"{m} on {', '.join(t for t, w in winner.items() if w == m)}" for m in ("Laplace", "MeanFieldVI", "DADVI")
                 if (winner == m).any()) + ")." + spend)
 
 
