@@ -20,6 +20,8 @@ _NAMES = {
     "Budget": "result", "Cost": "result", "Result": "result",
     "GradientCheck": "gradient_check", "Target": "target", "Truth": "truth", "check_gradient": "gradient_check",
 }
+# modules that live below the top level, under their public name
+_MODULES = {"posteriors": "targets.posteriors"}
 
 
 def compare(target, **kwargs):
@@ -31,18 +33,13 @@ def compare(target, **kwargs):
     return _compare(target, **kwargs)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("workbench")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
-
-
 def __getattr__(name: str):
     if name == "__version__":
-        value = _version()
+        from .cache import package_version
+
+        value = package_version()
+    elif name in _MODULES:
+        value = importlib.import_module(f".{_MODULES[name]}", __name__)
     elif name in _NAMES:
         value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
     else:  # a submodule: wb.targets, wb.methods, wb.metrics, wb.diagnostics, ...

@@ -188,7 +188,7 @@ class GaussianMixture:
 
     ``weights`` (K,), ``means`` (K, d), ``scales`` (K, d). Its marginal over any subset of
     coordinates is the same kind of mixture with the subset's columns (eq. 5-6): the paper's
-    transfer argument (sec. 5). ``as_target()`` turns it into a workbench Target.
+    transfer argument (sec. 5). ``wb.targets.mixture_target(q)`` turns it into a workbench Target.
     """
 
     def __init__(self, weights, means, scales):
@@ -254,13 +254,6 @@ class GaussianMixture:
         for k in idx:
             _coordinate(k, self.dim)
         return GaussianMixture(self.weights, self.means[:, idx], self.scales[:, idx])
-
-    def as_target(self, name: str = "mixture_approximation"):
-        """This mixture as a Target (exact truth included), e.g. a prior or target elsewhere."""
-        from .targets.mixture import gaussian_mixture
-
-        t = gaussian_mixture(self.dim, weights=np.maximum(self.weights, 1e-300), means=self.means, scales=self.scales)
-        return t.replace(name=name)
 
     def __repr__(self) -> str:
         return f"GaussianMixture(K={self.weights.size}, dim={self.dim})"

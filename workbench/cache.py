@@ -39,6 +39,22 @@ def code_digest() -> str:
     return h.hexdigest()[:12]
 
 
+def package_version() -> str:
+    """The installed package's version (``0+unknown`` when running from a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workbench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def code_version() -> str:
+    """The version part of every cache key (study cells, references): the package version and
+    the digest of its code."""
+    return f"{package_version()}+{code_digest()}"
+
+
 def spec_hash(fields: dict) -> str:
     """A stable 16-hex-digit hash of a JSON-able dict (key order does not matter)."""
     text = json.dumps(fields, sort_keys=True, default=repr)

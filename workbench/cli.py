@@ -16,7 +16,7 @@ import sys
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .study.main import add_run_arguments
+    from .study.options import add_arguments
 
     parser = argparse.ArgumentParser(prog="workbench", description="Bayesian inference methods side by side.")
     sub = parser.add_subparsers(dest="command", metavar="{list,study,report,compare}")
@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="targets, methods and studies")
     p = sub.add_parser("study", help="run (or resume) studies and write their reports (one pool for all)")
     p.add_argument("name", nargs="+")
-    add_run_arguments(p)
+    add_arguments(p)
     p = sub.add_parser("report", help="re-render a study's report from its cache (runs nothing)")
     p.add_argument("name", nargs="?")
     p.add_argument("--all", action="store_true", help="every study")
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budgets", type=_budgets, default=None, metavar="N,N,...",
                    help="gradient budgets per run (default 10000,100000,1000000; --quick: 10000,100000)")
     p.add_argument("--seeds", type=int, default=None, help="repetitions per cell (default 2; --quick: 1)")
-    add_run_arguments(p)
+    add_arguments(p)
     return parser
 
 
@@ -60,7 +60,7 @@ def _list() -> int:
         print(f"  {name:<22}{text}")
     print("\nMethods (wb.methods):")
     print("  " + ", ".join(methods_available()))
-    from . import posteriors
+    from .targets import posteriors
 
     print("\nBundled posteriors (workbench compare NAME; wb.posteriors.load(NAME)):")
     for name, text in posteriors.available().items():
@@ -77,13 +77,14 @@ def main(argv=None) -> int:
     if args.command == "list":
         return _list()
     from .study import available_studies, load_study
-    from .study.main import check_run_arguments, report_studies, report_study, run_and_report
+    from .study.main import report_studies, report_study, run_and_report
+    from .study.options import check_arguments
 
     try:
         if args.command == "compare":
             return _compare(parser, args)
         if args.command == "study":
-            check_run_arguments(parser, args)
+            check_arguments(parser, args)
             studies = [load_study(name) for name in args.name]  # every name checked before any runs
             return report_study(studies[0], args) if len(studies) == 1 else report_studies(studies, args)
         if args.all == (args.name is not None):
@@ -105,14 +106,13 @@ def main(argv=None) -> int:
 
 def _compare(parser, args) -> int:
     from .comparison import compare
-    from .study.main import check_run_arguments
+    from .study.options import RunOptions, check_arguments
 
-    check_run_arguments(parser, args)
+    check_arguments(parser, args)
     if args.seeds is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    result = compare(args.target, backend=args.backend, budgets=args.budgets, seeds=args.seeds, quick=args.quick,
-                     out=args.out, executor=args.executor, workers=args.workers, scheduler=args.scheduler, fresh=args.fresh,
-                     progress=False if args.no_progress else None)
+    result = compare(args.target, backend=args.backend, budgets=args.budgets, seeds=args.seeds,
+                     options=RunOptions.from_args(args))
     run = result.run
     print(f"{result.target.name}: {len(run.cells)} runs ({run.computed} computed, {run.cached} cached, "
           f"{run.failed} failed) in {run.seconds:.0f} s -> {result.page}")

@@ -20,10 +20,7 @@ TARGET is one of
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +30,8 @@ import pandas as pd
 from .errors import TargetError
 from .references import REFERENCE_RUNS
 from .target import Target
+from .study.options import RunOptions
+from .targets.specs import file_digest, load_source, register_target
 
 QUICK_BUDGETS = (10_000, 100_000)
 FULL_BUDGETS = (10_000, 100_000, 1_000_000)
@@ -43,79 +42,11 @@ SCORE = "w1_mean"
 # ----------------------------------------------------------------------------- finding the target
 
 
-def _is_pymc_model(obj) -> bool:
-    pm = sys.modules.get("pymc")
-    return pm is not None and isinstance(obj, pm.Model)
-
-
-def _module_from_file(path: Path):
-    module_name = f"workbench_user_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # Numba's cache and pickling look modules up by name
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        del sys.modules[module_name]
-        raise
-    return module
-
-
-def load_source(source: str, backend: str = "numba") -> Target:
-    """The target ``path/to/file.py:NAME`` describes (see the module docstring)."""
-    from numba.core.registry import CPUDispatcher
-
-    path_text, _, name = source.rpartition(":")
-    if not path_text or not name:
-        raise TargetError(f"a target from a file is written path/to/file.py:NAME, got {source!r}")
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise TargetError(f"no file {path_text!r} (looked for {path}); write TARGET as path/to/file.py:NAME")
-    module = _module_from_file(path)
-    if not hasattr(module, name):
-        defined = sorted(k for k in vars(module) if not k.startswith("_"))
-        raise TargetError(f"{path.name} defines no {name!r}; it defines: {', '.join(defined)}")
-    obj = getattr(module, name)
-    if callable(obj) and not isinstance(obj, (CPUDispatcher, Target)) and not _is_pymc_model(obj):
-        try:
-            obj = obj()
-        except TypeError as exc:
-            raise TargetError(
-                f"{path.name}:{name} is a Python function that needs arguments ({exc}); NAME must be a Numba "
-                "logp_grad(theta, grad_out, data), a PyMC model, a Target, or a function of no arguments "
-                "returning one of them"
-            ) from exc
-    label = f"{path.stem}.{name}"
-    if isinstance(obj, Target):
-        return obj
-    if _is_pymc_model(obj):
-        return Target.from_pymc(obj, name=label, description=f"PyMC model {name} from {path.name}")
-    if isinstance(obj, CPUDispatcher):
-        dim = getattr(module, "dim", None)
-        if dim is None:
-            raise TargetError(
-                f"{path.name} defines the Numba function {name!r} but no `dim`: add `dim = D` (the number of "
-                "parameters) at the top level of the file, and `data = (X, y)` if the function reads data"
-            )
-        data = getattr(module, "data", ())
-        return Target.from_numba(obj, dim=dim, data=data, name=label, description=f"{name} from {path.name}")
-    raise TargetError(
-        f"{path.name}:{name} is a {type(obj).__name__}; it must be a Numba logp_grad(theta, grad_out, data) "
-        "(decorated with @numba.njit), a PyMC model, a workbench Target, or a function of no arguments returning one"
-    )
-
-
-def file_digest(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
 def resolve(target, backend: str = "numba") -> tuple[Target, dict, bool]:
     """(target, the cells' target spec, whether worker processes can rebuild it)."""
-    from . import posteriors, targets
+    from . import targets
     from .references import data_digest
-    from .study.cells import register_target
+    from .targets import posteriors
 
     if isinstance(target, Target):
         if target.spec.get("factory") in targets.available():
@@ -340,13 +271,8 @@ def compare(
     backend: str = "numba",
     budgets=None,
     seeds: int | None = None,
-    quick: bool = False,
-    out: str | Path = "reports",
-    executor: str | None = None,
-    workers: int | None = None,
-    scheduler: str | None = None,
-    fresh: bool = False,
-    progress: bool | None = None,
+    options: RunOptions | None = None,
+    **run_options,
 ) -> Comparison:
     """Every applicable method on ``target`` at equal gradient budgets; one report page.
 
@@ -360,16 +286,19 @@ def compare(
         Gradient budgets per run (default 10k, 100k, 1M; ``quick``: 10k and 100k).
     seeds : int, optional
         Repetitions per cell (default 2; ``quick``: 1).
-    executor : "local" | "serial" | "dask", optional
-        Default: a local process pool, or this process for a target built from a Python
-        object (worker processes cannot rebuild it). A script that uses the local pool needs
-        the ``if __name__ == "__main__":`` guard (the workers are spawned processes).
-    scheduler : str, optional
-        A running Dask scheduler's address (implies ``executor="dask"``).
+    options : RunOptions, optional
+        How the runs are made (``workbench.study.options``); or its fields as keywords:
+        ``quick``, ``out``, ``executor``, ``workers``, ``scheduler``, ``fresh``, ``progress``.
+        ``executor`` defaults to a local process pool, or this process for a target built
+        from a Python object (worker processes cannot rebuild it). A script that uses the
+        local pool needs the ``if __name__ == "__main__":`` guard (the workers are spawned
+        processes).
     """
     from .study import Study
     from .study.main import run_and_report
 
+    options = RunOptions.of(options, **run_options)
+    quick, executor = options.quick, options.executor
     built, spec, rebuildable = resolve(target, backend)
     if budgets is None:
         budgets = QUICK_BUDGETS if quick else FULL_BUDGETS
@@ -398,7 +327,6 @@ def compare(
                      f"{', '.join(f'{b:,}' for b in budgets)} gradient evaluations, {n_seeds} seed(s), scored against "
                      f"{'the exact posterior' if built.truth is not None else 'a reference NUTS run'}."),
     )
-    run, page = run_and_report(study, quick=quick, executor=executor, workers=workers, scheduler=scheduler,
-                               fresh=fresh, out=out, progress=progress)
+    run, page = run_and_report(study, options.replace(executor=executor))
     finding = recommendation(run.table, next(iter(run.references.values()), None))
     return Comparison(run=run, page=page, recommendation=finding, target=built)

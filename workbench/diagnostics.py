@@ -34,6 +34,13 @@ PARETO_K_MAX = 0.7
 REFERENCE_STANDARD = {"r_hat_max": 1.01, "ess_min": 400, "divergences": 0, "bfmi_min": BFMI_MIN}
 
 
+def kish_ess(weights: np.ndarray) -> float:
+    """Kish's effective sample size of normalised weights: 1 / sum w^2."""
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    return float(1.0 / np.sum(w * w))
+
+
 class ChainDiagnostics(NamedTuple):
     """ArviZ's diagnostics of (chains, draws, d) draws and their sampler statistics."""
 

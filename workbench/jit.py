@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import threading
+import typing
 from typing import Callable, NamedTuple
 
 import numba
@@ -58,6 +59,27 @@ def logp_grad_signature(dtype: types.Type) -> types.Signature:
 def logp_grad_batch_signature(dtype: types.Type) -> types.Signature:
     """``float64(theta, grad_out, data, rows, scale)``: the mini-batch form (paper eq. 18-20)."""
     return types.float64(VEC, VEC, dtype, INDEX, types.float64)
+
+
+def kernel_settings(cls, **values):
+    """An instance of the NamedTuple ``cls`` (a kernel's settings) with each field cast to the
+    type its annotation names (``int`` -> int64, ``float`` -> float64), so every instance has
+    the one Numba type the kernel is compiled for (:func:`settings_type`). Fields not given
+    take the class's defaults."""
+    unknown = set(values) - set(cls._fields)
+    if unknown:
+        raise TypeError(f"unknown {cls.__name__} fields {sorted(unknown)}; fields: {list(cls._fields)}")
+    values = {**cls._field_defaults, **values}
+    missing = [f for f in cls._fields if f not in values]
+    if missing:
+        raise TypeError(f"{cls.__name__} needs {missing}")
+    hints = typing.get_type_hints(cls)
+    return cls(**{f: (float if hints[f] is float else int)(values[f]) for f in cls._fields})
+
+
+def settings_type(cls) -> types.Type:
+    """The Numba type of ``kernel_settings(cls, ...)``: what a kernel's signature names."""
+    return numba.typeof(kernel_settings(cls, **{f: 0 for f in cls._fields}))
 
 
 class TargetTypes(NamedTuple):
@@ -208,22 +230,17 @@ def jit(fn=None, *, fastmath: bool = False, nrt: bool = True, inline: bool = Fal
 
 
 KERNELS: dict = {}
-"""Every :class:`TargetKernel`, by ``module.name`` (filled as the modules are imported)."""
-
-
-def _import_kernels() -> None:
-    """Import every module that defines a kernel (the methods, and the gradient timer)."""
-    from . import methods  # noqa: F401
-    from .mcmc import timing  # noqa: F401
+"""Every :class:`TargetKernel`, by ``module.name``: each registers itself when its module
+defines it. This module imports none of them; whoever compiles them all up front (a study's
+runner) imports the kernel modules first."""
 
 
 def compile_kernels(names=None) -> dict:
-    """Compile (or load from the disk cache) the named kernels, all by default; returns the
+    """Compile (or load from the disk cache) the named kernels, all registered ones by default; returns the
     seconds each took. A study's workers first split this between them, so that two workers
     do not compile the same kernel at the same moment (Numba's cache does not coordinate)."""
     import time
 
-    _import_kernels()
     out = {}
     for name in sorted(KERNELS) if names is None else names:
         if name not in KERNELS:  # not one of the library's (a user's kernel in the caller's process)
@@ -239,8 +256,7 @@ _COMPILE_WEIGHT = {"_hamiltonian_chain": 10.0, "_fit": 8.0, "_fit_full_rank": 3.
 
 
 def kernel_groups(n: int) -> list[list[str]]:
-    """The kernels in ``n`` groups of about equal compile time (largest first, greedily)."""
-    _import_kernels()
+    """The registered kernels in ``n`` groups of about equal compile time (largest first, greedily)."""
 
     groups: list[list[str]] = [[] for _ in range(max(1, n))]
     load = [0.0] * len(groups)

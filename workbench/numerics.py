@@ -39,6 +39,29 @@ def logsumexp(values):
     return m + math.log(s)
 
 
+@jit(nrt=False)
+def mvn_logp_grad(x, grad_out, mean, precision, log_norm):
+    """log N(x; mean, S) + const and its gradient -S^-1 (x - mean), written into grad_out.
+
+    ``precision`` is S^-1 (d, d), or its diagonal as one row (1, d); ``log_norm`` is the
+    constant added (the normaliser, or 0). The Gaussian targets and SMC's reference use it."""
+    d = x.size
+    q = 0.0
+    if precision.shape[0] == 1:
+        for i in range(d):
+            r = x[i] - mean[i]
+            grad_out[i] = -precision[0, i] * r
+            q -= r * grad_out[i]
+    else:
+        for i in range(d):
+            s = 0.0
+            for j in range(d):
+                s += precision[i, j] * (x[j] - mean[j])
+            grad_out[i] = -s
+            q += (x[i] - mean[i]) * s
+    return log_norm - 0.5 * q
+
+
 def norm():
     """``scipy.stats.norm``, imported on first use: ``scipy.stats`` takes about half a second
     to import, which commands that never evaluate a marginal need not pay."""

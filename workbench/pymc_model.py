@@ -216,7 +216,8 @@ class Constrainer:
         return {n: a.reshape(lead + a.shape[1:]) for n, a in out.items()}
 
 
-def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, description: str = ""):
+def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
+              target_class=None):
     """A :class:`~workbench.Target` from a PyMC model (see the module docstring).
 
     Parameters
@@ -227,6 +228,9 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         Defaults to the model's name, or ``"pymc_model"``.
     check_gradient : bool
         Compare the compiled gradient with central differences once (as ``from_numba``).
+    target_class : type
+        :class:`~workbench.Target` (what ``Target.from_pymc`` passes): this adapter sits below
+        the target contract and builds the density, ``Target`` wraps it.
 
     The target's ``param_names`` are the value variables' (``tau_log__``, ``eta[0]``, ...),
     its ``initial_point`` PyMC's ``model.initial_point()``; ``build_info`` records the
@@ -238,8 +242,8 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     from pymc.pytensorf import compile as pm_compile
     from pymc.pytensorf import join_nonshared_inputs
 
-    from .target import Target
-
+    if target_class is None:
+        raise TypeError("from_pymc builds its Target through Target.from_pymc(model); call that")
     _check_model(model, pm)
     start = time.perf_counter()
     point = model.initial_point()
@@ -291,7 +295,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     dim = int(x0.size)
     target_name = name or (model.name or "pymc_model")
     info = {"backend": "PyTensor Numba"}
-    target = Target(
+    target = target_class(
         name=target_name,
         dim=dim,
         logp_grad=logp_grad,

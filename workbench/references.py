@@ -4,7 +4,7 @@ without a closed form (regressions with non-conjugate priors, BNNs, a user's mod
 As posteriordb keeps reference draws beside model and data, a reference here is an artifact
 of the target, built once and cached on disk::
 
-    ref = wb.reference(target)            # or target.reference(); cached, so cheap the 2nd time
+    ref = wb.reference(target)            # cached, so cheap the 2nd time
     ref.passes, ref.why_not               # posteriordb's standard (diagnostics.REFERENCE_STANDARD)
     ref.draws                             # (n, d) pooled draws
     wb.metrics.evaluate(result, target)   # uses the reference when the target has no truth
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import CellCache, code_digest, spec_hash
+from .cache import CellCache, code_version, spec_hash
 from .diagnostics import (
     REFERENCE_STANDARD,
     ChainDiagnostics,
@@ -167,9 +167,7 @@ def reference_key(target_spec: dict, method: dict, seed: int = 0, data: str | No
                   max_runs: int = REFERENCE_RUNS) -> str:
     """The cache key of a reference: target spec, method spec, seed, the library's version
     (and, for a user's target, its data digest; the number of runs allowed when not the default)."""
-    from . import __version__
-
-    fields = {"target": target_spec, "method": method, "seed": seed, "version": f"{__version__}+{code_digest()}"}
+    fields = {"target": target_spec, "method": method, "seed": seed, "version": code_version()}
     if max_runs != REFERENCE_RUNS:
         fields["max_runs"] = max_runs
     if data is not None:

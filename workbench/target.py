@@ -293,13 +293,6 @@ class Target:
             return self.constrain_fn(x)
         return {name: x[..., k] for k, name in enumerate(self.param_names)}
 
-    def reference(self, **kwargs):
-        """This target's reference posterior: the draws of a long NUTS run checked against
-        posteriordb's standard, cached on disk (``wb.reference``; keyword arguments go there)."""
-        from .references import reference
-
-        return reference(self, **kwargs)
-
     def replace(self, **changes) -> "Target":
         """A copy with some fields changed (e.g. ``truth`` or ``initial_point``)."""
         return dataclasses.replace(self, **changes)
@@ -383,7 +376,7 @@ class Target:
         """
         from .pymc_model import from_pymc
 
-        return from_pymc(model, name, check_gradient=check_gradient, description=description)
+        return from_pymc(model, name, check_gradient=check_gradient, description=description, target_class=cls)
 
     @classmethod
     def from_logp(

@@ -232,7 +232,7 @@ def test_analytic_marginals_integrate_to_one_match_draws_and_subset():
         np.sum(q.weights * np.prod(np.exp(-0.5 * ((p - q.means[:, [0, 2]]) / q.scales[:, [0, 2]]) ** 2)
                                    / (np.sqrt(2 * np.pi) * q.scales[:, [0, 2]]), axis=1)) for p in x[:5, [0, 2]]
     ]))
-    target = sub.as_target()  # the transfer argument: a marginal reused as a target
+    target = wb.targets.mixture_target(sub)  # the transfer argument: a marginal reused as a target
     assert wb.check_gradient(target).max_rel_error < 1e-6 and target.dim == 2
 
 

@@ -181,16 +181,12 @@ def test_a_fit_run_in_segments_is_the_same_fit():
     for segments in ([(0, 300)], [(0, 100), (100, 250), (250, 300)]):
         rng = np.random.default_rng(5)
         params, lr_scale = method._initial_parameters(t, np.random.default_rng(1), None)
-        isettings = np.zeros(F.N_ISETTINGS, dtype=np.int64)
-        isettings[[F.I_K, F.I_STEPS, F.I_SAMPLES, F.I_EXACT, F.I_GRAD_BUDGET, F.I_WINDOW, F.I_PATIENCE]] = (
-            2, 300, 10, 1, -1, 50, 2)
-        fsettings = np.zeros(F.N_FSETTINGS)
-        fsettings[[F.F_LR, F.F_LR_FINAL, F.F_R, F.F_TOL, F.F_BETA1, F.F_BETA2, F.F_ADAM_EPS]] = (
-            0.05, 0.1, 1.0, 1e-4, 0.9, 0.999, 1e-8)
+        settings = F.fit_settings(k=2, steps=300, samples=10, exact=1, grad_budget=-1, window=50, patience=2,
+                                  lr=0.05, lr_final=0.1, r=1.0, tol=1e-4, beta1=0.9, beta2=0.999, adam_eps=1e-8)
         state, traces = F.new_state(params.size), np.zeros((300, len(F.TRACE_NAMES)))
         for start, stop in segments:
-            isettings[F.I_T_START], isettings[F.I_T_STOP] = start, stop
-            kernel(t.kernel_logp_grad, t.kernel_logp_grad_batch, t.kernel_data, params, rng, isettings, fsettings, lr_scale, state,
+            kernel(t.kernel_logp_grad, t.kernel_logp_grad_batch, t.kernel_data, params, rng,
+                   settings._replace(t_start=start, t_stop=stop), lr_scale, state,
                    traces, np.zeros(2, dtype=np.int64))
         out.append((params, traces))
     np.testing.assert_array_equal(out[0][0], out[1][0])

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numba
+import pytest
 
 from workbench.jit import HOUSE_OPTIONS, REASSOC, jit
 
@@ -52,3 +53,24 @@ def test_docstrings_cite_papers_not_issue_numbers():
     hits = [f"{p.relative_to(LIBRARY)}:{n}" for p in LIBRARY.rglob("*.py")
             for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bissue \d+", line, re.I)]
     assert not hits, hits
+
+
+def test_kernel_settings_cast_by_annotation_so_every_instance_has_one_numba_type():
+    from typing import NamedTuple
+
+    import numba
+
+    from workbench.jit import kernel_settings, settings_type
+
+    class Settings(NamedTuple):
+        steps: int
+        rate: float
+        budget: int = -1
+
+    s = kernel_settings(Settings, steps=3.0, rate=1)
+    assert s == (3, 1.0, -1) and type(s.steps) is int and type(s.rate) is float
+    assert numba.typeof(s) == settings_type(Settings) == numba.typeof(kernel_settings(Settings, steps=True, rate=2))
+    with pytest.raises(TypeError, match=r"unknown Settings fields \['rat'\]"):
+        kernel_settings(Settings, steps=1, rat=0.1)
+    with pytest.raises(TypeError, match=r"Settings needs \['rate'\]"):
+        kernel_settings(Settings, steps=1)

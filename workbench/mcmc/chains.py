@@ -18,14 +18,13 @@ starts with the budget spent, so it may overshoot by at most one transition.
 from __future__ import annotations
 
 import math
-
-import numpy as np
-
 from typing import NamedTuple
 
 import numba
+import numpy as np
 
-from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import (C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, kernel_settings,
+                   settings_type, target_kernel)
 from . import adaptation as A
 from .metric import (
     from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient,
@@ -55,18 +54,14 @@ class HamiltonianSettings(NamedTuple):
     jitter: float  # HMC: the step size varies uniformly by +-jitter (a fraction)
     gamma: float  # low-rank / dense: regularisation of the covariances
     cutoff: float  # low-rank: eigenvalues within [1/cutoff, cutoff] are left to the diagonal
-    # (integers first, then floats from step_size on: hamiltonian_settings casts by position)
 
 
 def hamiltonian_settings(**values) -> HamiltonianSettings:
-    """:class:`HamiltonianSettings` with every field cast to the type the kernel is compiled for."""
-    floats = HamiltonianSettings._fields[HamiltonianSettings._fields.index("step_size"):]
-    return HamiltonianSettings(**{
-        name: float(values[name]) if name in floats else int(values[name]) for name in HamiltonianSettings._fields
-    })
+    """:class:`HamiltonianSettings` cast to the kernel's one type (``jit.kernel_settings``)."""
+    return kernel_settings(HamiltonianSettings, **values)
 
 
-SETTINGS_TYPE = numba.typeof(hamiltonian_settings(**{f: 0 for f in HamiltonianSettings._fields}))
+SETTINGS_TYPE = settings_type(HamiltonianSettings)
 TRANSFORM_TYPE = numba.typeof(metric_transform(2, 1))
 
 # per-draw statistics (columns of stats_out)

@@ -23,36 +23,52 @@ from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import types
 
-from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
+from ..jit import (C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, kernel_settings,
+                   settings_type, target_kernel)
 from ..rng import fill_standard_normal
 from .adaptation import stan_regularised_variance, welford_add, welford_reset
 
-# integer settings
-RI_WARMUP, RI_DRAWS, RI_GRAD_BUDGET, RI_WINDOW_START, RI_ADAPT = range(5)
-N_RISETTINGS = 5
-# float settings
-RF_SCALE, RF_TARGET = range(2)
-N_RFSETTINGS = 2
+
+
+class RandomWalkSettings(NamedTuple):
+    """The settings of one random-walk chain (built by :func:`random_walk_settings`)."""
+
+    n_warmup: int
+    n_draws: int
+    grad_budget: int  # per chain; -1: none
+    window_start: int  # the first warmup iteration of the variance windows
+    adapt: int  # 1: adapt the proposal's scale and sds in warmup
+    scale: float  # the proposal's first scale (times the sds)
+    target_accept: float
+
+
+def random_walk_settings(**values) -> RandomWalkSettings:
+    """:class:`RandomWalkSettings` cast to the kernel's one type (``jit.kernel_settings``)."""
+    return kernel_settings(RandomWalkSettings, **values)
+
+
 STAT_NAMES = ("accept_prob", "accepted", "step_size", "logp", "nan_density")
 # "nan_density" marks a proposal where the density was NaN (rejected like -inf, but a fault of
 # the density, not the edge of its support): Chains.result counts and reports them
 
 
-def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window_ends, draws_out, stats_out, control):
+def _random_walk_chain(logp_grad, data, x, rng, settings, sd, window_ends, draws_out, stats_out, control):
     """Random-walk Metropolis; ``sd`` is overwritten with the adapted proposal sds.
 
     Returns (iterations done, density evaluations, of which in warmup, final scale).
     """
     d = x.size
-    n_warmup = isettings[RI_WARMUP]
-    n_total = n_warmup + isettings[RI_DRAWS]
-    budget = isettings[RI_GRAD_BUDGET]
-    adapt = isettings[RI_ADAPT] != 0
-    target_accept = fsettings[RF_TARGET]
-    scale = fsettings[RF_SCALE]
+    n_warmup = settings.n_warmup
+    n_total = n_warmup + settings.n_draws
+    budget = settings.grad_budget
+    adapt = settings.adapt != 0
+    target_accept = settings.target_accept
+    scale = settings.scale
     g = np.empty(d)
     y = np.empty(d)
     mean = np.zeros(d)
@@ -100,7 +116,7 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
             if it >= adapt_end:
                 log_scale_sum += log_scale
                 n_sum += 1
-            if window < window_ends.size and it >= isettings[RI_WINDOW_START]:
+            if window < window_ends.size and it >= settings.window_start:
                 n_window = welford_add(mean, m2, n_window, x)
                 if it + 1 == window_ends[window]:
                     stan_regularised_variance(m2, n_window, var)
@@ -124,7 +140,8 @@ def _random_walk_chain(logp_grad, data, x, rng, isettings, fsettings, sd, window
 
 
 random_walk_chain = target_kernel(
-    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, INDEX, VEC, VEC, INDEX, MATRIX, MATRIX, INDEX),
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, settings_type(RandomWalkSettings), VEC, INDEX, MATRIX, MATRIX,
+                           INDEX),
 )(_random_walk_chain)
 
 

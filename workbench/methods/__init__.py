@@ -21,16 +21,22 @@ from .pathfinder import Pathfinder, PathfinderError
 from .smc import SMC, SMCError
 
 
+# the built-in methods, by the name a spec's "method" gives
+METHODS: dict[str, type] = {cls.__name__: cls for cls in (
+    Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, ImportanceSampling, RejectionSampling, SMC,
+    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI,
+)}
+
+
 def available() -> list[str]:
-    """The names of the methods (classes a spec's ``"method"`` may name)."""
-    return sorted(n for n, v in globals().items()
-                  if isinstance(v, type) and issubclass(v, Method) and v is not Method and not n.startswith("_"))
+    """The names of the built-in methods (classes a spec's ``"method"`` may name)."""
+    return sorted(METHODS)
 
 
 def method_class(name: str) -> type:
     """The method class ``name`` names: a built-in (``"NUTS"``) or your own, as
     ``"package.module:ClassName"`` (imported; it must subclass :class:`Method`)."""
-    cls = globals().get(name) if isinstance(name, str) else None
+    cls = METHODS.get(name) if isinstance(name, str) else None
     if isinstance(name, str) and ":" in name:
         import importlib
 

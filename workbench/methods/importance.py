@@ -30,8 +30,8 @@ from numba import types
 from scipy.special import logsumexp
 
 from ..approximations import StudentT, check_proposal, draw_from
+from ..diagnostics import kish_ess
 from ..jit import C_PROGRESS, C_STOP, INDEX, VEC, target_kernel
-from ..metrics.mcmc import kish_ess
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads

@@ -49,17 +49,15 @@ class RandomWalkMH(ChainSampler):
         window_start, windows = (
             stan_windows(n_warmup, term_buffer=max(50, n_warmup // 5)) if self.adapt else (0, np.zeros(0, np.int64))
         )
-        isettings = np.zeros(K.N_RISETTINGS, dtype=np.int64)
-        isettings[K.RI_WARMUP] = n_warmup
-        isettings[K.RI_DRAWS] = chains.n_draws
-        isettings[K.RI_GRAD_BUDGET] = chains.grad_budget_per_chain
-        isettings[K.RI_WINDOW_START] = window_start
-        isettings[K.RI_ADAPT] = int(self.adapt)
-        fsettings = np.array([self.scale or 2.38 / math.sqrt(d), self.target_accept])
+        settings = K.random_walk_settings(
+            n_warmup=n_warmup, n_draws=chains.n_draws, grad_budget=chains.grad_budget_per_chain,
+            window_start=window_start, adapt=self.adapt, scale=self.scale or 2.38 / math.sqrt(d),
+            target_accept=self.target_accept,
+        )
         sds = np.ones((self.chains, d))
         run = chains.sample(
             lambda c, draws, stats, control: chains.kernel(
-                target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], isettings, fsettings,
+                target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], settings,
                 sds[c], windows, draws, stats, control,
             ),
             len(K.STAT_NAMES),

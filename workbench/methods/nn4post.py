@@ -323,33 +323,16 @@ class NN4Post(Method):
         with clock.compiling():
             batch_fn = target.kernel_logp_grad_batch
 
-        isettings = np.zeros(F.N_ISETTINGS, dtype=np.int64)
-        isettings[F.I_K] = k
-        isettings[F.I_STEPS] = steps
-        isettings[F.I_SAMPLES] = self.samples
-        isettings[F.I_GAUGE] = GAUGES[self.gauge]
-        isettings[F.I_EXACT] = int(self.entropy == "exact")
-        isettings[F.I_FROZEN] = F.FROZEN_FIXES[self.frozen_fix]
-        isettings[F.I_OPTIMIZER] = F.OPTIMIZERS[self.optimizer]
-        isettings[F.I_BATCH] = self.batch_size or 0
-        isettings[F.I_N_DATA] = target.n_data or 0
-        isettings[F.I_DYNAMIC_R] = int(self.rescale == "dynamic")
-        isettings[F.I_WINDOW] = self.converge_window
-        isettings[F.I_PATIENCE] = self.converge_patience
-        isettings[F.I_SCALE_BY_SIGMA] = int(self._scales_steps())
-        fsettings = np.zeros(F.N_FSETTINGS)
-        fsettings[F.F_LR] = self.rate(target.dim)
-        fsettings[F.F_LR_FINAL] = self.lr_final
-        fsettings[F.F_R] = self.r
-        fsettings[F.F_R_START] = self.r_start
-        fsettings[F.F_R_WARM] = self.r_warm
-        fsettings[F.F_R_RAMP] = self.r_ramp
-        fsettings[F.F_EPS] = self.epsilon
-        fsettings[F.F_C_ACCURACY] = self.c_accuracy
-        fsettings[F.F_TOL] = self.converge_tol
-        if self.batch_size:
-            fsettings[F.F_BATCH_SCALE] = target.n_data / self.batch_size if self.batch_factor else 1.0
-        fsettings[F.F_BETA1], fsettings[F.F_BETA2], fsettings[F.F_ADAM_EPS] = 0.9, 0.999, 1e-8
+        fit_settings = F.fit_settings(
+            k=k, steps=steps, samples=self.samples, gauge=GAUGES[self.gauge], exact=self.entropy == "exact",
+            frozen=F.FROZEN_FIXES[self.frozen_fix], optimizer=F.OPTIMIZERS[self.optimizer],
+            batch=self.batch_size or 0, n_data=target.n_data or 0, dynamic_r=self.rescale == "dynamic",
+            window=self.converge_window, patience=self.converge_patience, scale_by_sigma=self._scales_steps(),
+            lr=self.rate(target.dim), lr_final=self.lr_final, r=self.r, r_start=self.r_start, r_warm=self.r_warm,
+            r_ramp=self.r_ramp, eps=self.epsilon, c_accuracy=self.c_accuracy, tol=self.converge_tol,
+            batch_scale=(target.n_data / self.batch_size if self.batch_factor else 1.0) if self.batch_size else 0.0,
+            beta1=0.9, beta2=0.999, adam_eps=1e-8,
+        )
         traces = np.zeros((n_fits, steps, len(F.TRACE_NAMES)))
         moves_trace = np.zeros((n_fits, steps))
         controls = np.zeros((n_fits, 2), dtype=np.int64)
@@ -358,16 +341,16 @@ class NN4Post(Method):
 
         def run_one(i):
             """One fit, in segments of a window when components are adapted between them."""
-            settings = isettings.copy()
             state = F.new_state(params[i].size)
             adapter = ComponentAdapter(self, target, rngs[i]) if adapt else None
             t, n_grad, status, moves, rejected = 0, 0, F.STATUS_STEPS, [], 0
             while t < steps and controls[i, C_STOP] == 0:
-                settings[F.I_T_START], settings[F.I_T_STOP] = t, min(steps, t + segment)
-                settings[F.I_GRAD_BUDGET] = -1 if fit_budget is None else max(fit_budget - n_grad, 0)
+                settings = fit_settings._replace(
+                    t_start=t, t_stop=min(steps, t + segment),
+                    grad_budget=-1 if fit_budget is None else max(fit_budget - n_grad, 0))
                 try:
                     t, n, status, rejects = kernel(target.kernel_logp_grad, batch_fn, target.kernel_data, params[i],
-                                                   rngs[i], settings, fsettings, starts[i][1], state, traces[i],
+                                                   rngs[i], settings, starts[i][1], state, traces[i],
                                                    controls[i])
                 except Exception as exc:  # the user's density raised inside the fit
                     means = params[i][k: k + k * target.dim].reshape(k, target.dim)

@@ -190,10 +190,11 @@ class SMC(Method):
         counts = np.zeros(3, dtype=np.int64)
         counts[M.C_GRADS] = n
         counts[M.C_NAN] = nan_start
-        settings = np.array([M.KERNELS[self.kernel], self.n_leapfrog, 1], dtype=np.int64)
         log_w = np.full(n, -math.log(n))
         beta, log_z = 0.0, 0.0
         step = _START_STEP[self.kernel](d)
+        settings = M.mutation_settings(kind=M.KERNELS[self.kernel], n_leapfrog=self.n_leapfrog, mcmc_steps=1,
+                                       step=step, jitter=self.jitter)
         inv_mass = np.ones(d)
         stages = {k: [] for k in ("beta", "ess", "resampled", "acceptance", "step_size", "log_z_increment")}
         jumped = interrupted = False
@@ -228,8 +229,8 @@ class SMC(Method):
                 for _move in range(self.mcmc_steps):  # one move at a time: the step adapts after each
                     proposals = counts[M.C_PROPOSALS]
                     accept_sum = mutate(target.kernel_logp_grad, target.kernel_data, x, grads, lp, lp0, log_w, rng, beta,
-                                        ref.mean, ref.precision, ref.log_norm, inv_mass, step, self.jitter,
-                                        settings, control, counts)
+                                        ref.mean, ref.precision, ref.log_norm, inv_mass,
+                                        settings._replace(step=step), control, counts)
                     made = counts[M.C_PROPOSALS] - proposals
                     if not made:
                         break

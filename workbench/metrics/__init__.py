@@ -4,14 +4,13 @@
   Wasserstein and sliced-Wasserstein errors, log-evidence error, mode weights, ESS, R-hat,
   cost ratios). Without a closed-form truth the target's reference posterior stands in
   (``wb.reference``).
-- Study metrics, found by name (``registry.py``): ``marginal_accuracy``, ``marginal_transfer``
+- Study metrics, found by name (``registry.py`` lists them): ``marginal_accuracy``, ``marginal_transfer``
   (``marginals.py``), ``chain_scaling`` (``mcmc.py``), ``vi_quality``, ``vi_ablation``,
   ``posterior_sd_ratios`` (``vi.py``), ``theorem1_quantities`` (``predictive.py``).
 - Building blocks: ``distances.py`` (Wasserstein, sliced Wasserstein, total variation),
   ``mcmc.py`` (ESS and R-hat from ArviZ, Kish's ESS of weights).
 """
 
-from . import marginals, mcmc, predictive, vi  # noqa: F401  (their metrics register themselves)
 from .accuracy import METRIC_KEYS, evaluate, reference_draws
 from .distances import sliced_wasserstein, total_variation, wasserstein_per_marginal
 from .mcmc import ess_and_rhat, kish_ess

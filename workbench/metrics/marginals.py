@@ -9,7 +9,6 @@ import numpy as np
 from scipy import stats
 
 from .distances import total_variation
-from .registry import register
 
 MARGINAL_COORDS = 3  # coordinates scored per cell
 MARGINAL_GRID = 200
@@ -57,7 +56,6 @@ def _truth_marginal(target, ref: np.ndarray, k: int, exact: bool) -> tuple[np.nd
     return _TRUTH_MARGINALS[key]
 
 
-@register()
 def marginal_accuracy(result, target, reference=None) -> dict:
     """How well the method's one-coordinate marginals match the truth's, for the first
     ``MARGINAL_COORDS`` coordinates, as total-variation distances on a grid:
@@ -117,7 +115,6 @@ TRANSFER_COORDS = (0, 1)
 TRANSFER_DRAWS = 4000
 
 
-@register()
 def marginal_transfer(result, target, reference=None) -> dict:
     """The paper's transfer argument (sec. 5) measured: q's analytic marginal on two
     coordinates, reused as the importance-sampling proposal for the target's exact

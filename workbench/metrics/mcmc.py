@@ -7,16 +7,8 @@ import math
 
 import numpy as np
 
-from ..diagnostics import chain_diagnostics
+from ..diagnostics import chain_diagnostics, kish_ess
 from ..result import Result
-from .registry import register
-
-
-def kish_ess(weights: np.ndarray) -> float:
-    """Kish's effective sample size of normalised weights: 1 / sum w^2."""
-    w = np.asarray(weights, dtype=float)
-    w = w / w.sum()
-    return float(1.0 / np.sum(w * w))
 
 
 def ess_and_rhat(result: Result) -> tuple[float, float, float]:
@@ -29,7 +21,6 @@ def ess_and_rhat(result: Result) -> tuple[float, float, float]:
     return diag["ess_bulk_min"], diag["ess_tail_min"], diag["r_hat_max"]
 
 
-@register()
 def chain_scaling(result, target, reference=None) -> dict:
     """Per-run quantities the scaling theory is about: mean acceptance, the (adapted) step
     size or proposal scale, and the expected squared jump distance per coordinate in units

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import register
 from .vi import vi_quality
 
 PREDICT_DRAWS = 2000
@@ -63,7 +62,6 @@ def predictive_mean(target, reference=None, X=None) -> np.ndarray:
     return predictions(target, ref[idx], X).mean(axis=0)
 
 
-@register()
 def theorem1_quantities(result, target, reference=None) -> dict:
     """``vi_quality`` (the loss) plus ``rel_error``, the relative error of q's predictive mean
     <f>_q(x) against the exact <f>(x) (Theorem 1's left side). For a linear f, <f>_q = f(mean of q)

@@ -6,8 +6,9 @@ main process, with the list of names, not later in a worker. A metric is a funct
 ``(result, target, reference) -> dict`` of table columns (``reference``: draws standing in for
 a missing truth, or None); arrays for figures go under the key ``"_arrays"``.
 
-Register your own with ``@wb.metrics.register("name")``; a cell may also name a function
-``"package.module:function"`` (imported, and checked, when the cell is defined).
+The library's own are listed in ``STUDY_METRICS``. Register your own with
+``@wb.metrics.register("name")``; a cell may also name a function ``"package.module:function"``
+(imported, and checked, when the cell is defined).
 """
 
 from __future__ import annotations
@@ -15,7 +16,20 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-STUDY_METRICS: dict[str, Callable] = {}
+from .marginals import marginal_accuracy, marginal_transfer
+from .mcmc import chain_scaling
+from .predictive import theorem1_quantities
+from .vi import posterior_sd_ratios, vi_ablation, vi_quality
+
+STUDY_METRICS: dict[str, Callable] = {
+    "marginal_accuracy": marginal_accuracy,
+    "marginal_transfer": marginal_transfer,
+    "chain_scaling": chain_scaling,
+    "theorem1_quantities": theorem1_quantities,
+    "posterior_sd_ratios": posterior_sd_ratios,
+    "vi_quality": vi_quality,
+    "vi_ablation": vi_ablation,
+}
 
 
 def register(name: str | None = None):

@@ -9,7 +9,6 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from .registry import register
 
 
 def mean_field_sd(cov: np.ndarray) -> np.ndarray:
@@ -17,7 +16,6 @@ def mean_field_sd(cov: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(np.diag(np.linalg.inv(cov)))
 
 
-@register()
 def posterior_sd_ratios(result, target, reference=None) -> dict:
     """q's sds over the exact posterior sds and over the mean-field optimum's (medians over
     coordinates); needs a Gaussian truth with a covariance (e.g. the conjugate regression)."""
@@ -44,7 +42,6 @@ def _block_means(values: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarra
     return edges[1:].astype(float), means
 
 
-@register()
 def vi_quality(result, target, reference=None) -> dict:
     """The fitted q's loss, measured well: ``neg_elbo`` = E_q[log q - log p] from ``VI_DRAWS``
     fresh draws of q (with its standard error), ``kl`` = neg_elbo + log Z when the target's
@@ -78,7 +75,6 @@ def vi_quality(result, target, reference=None) -> dict:
     return out
 
 
-@register()
 def vi_ablation(result, target, reference=None) -> dict:
     """``vi_quality`` plus, on mixture targets, the largest error of q's peak weights."""
     out = vi_quality(result, target, reference)

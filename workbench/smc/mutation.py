@@ -19,19 +19,35 @@ own evaluations. A proposal whose density is NaN is rejected and counted.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import types
 
-from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, settings_type, target_kernel
 from ..mcmc.metric import kinetic_energy, momentum_sd, sample_momentum
+from ..numerics import mvn_logp_grad
 from ..rng import fill_standard_normal
-from .reference import reference_logp_grad
 
 KERNEL_HMC, KERNEL_RWM = 0, 1
 KERNELS = {"hmc": KERNEL_HMC, "rwm": KERNEL_RWM}
-# the integer settings a mutation kernel reads
-S_KERNEL, S_N_LEAPFROG, S_MCMC_STEPS = range(3)
+
+
+class MutationSettings(NamedTuple):
+    """What one call of :func:`_mutate` does (built by :func:`mutation_settings`)."""
+
+    kind: int  # KERNEL_HMC or KERNEL_RWM
+    n_leapfrog: int  # HMC: leapfrog steps per move
+    mcmc_steps: int  # moves per particle
+    step: float  # the step size (HMC) or random-walk scale, times the particles' sds
+    jitter: float  # the step varies uniformly by +-jitter (a fraction) per move
+
+
+def mutation_settings(**values) -> MutationSettings:
+    """:class:`MutationSettings` cast to the kernel's one type (``jit.kernel_settings``)."""
+    return kernel_settings(MutationSettings, **values)
+
+
 # what it counts (added to the caller's int64 array)
 C_PROPOSALS, C_NAN, C_GRADS = range(3)
 
@@ -50,14 +66,14 @@ def tempered(beta, lp, lp0):
 def tempered_logp_grad(logp_grad, data, q, g_target, g, beta, ref_mean, ref_precision, ref_log_norm):
     """(log p(q), log p0(q)); the target's gradient into ``g_target`` and the tempered one into ``g``."""
     lp = logp_grad(q, g_target, data)
-    lp0 = reference_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
+    lp0 = mvn_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
     for k in range(q.size):
         g[k] = beta * g_target[k] + (1.0 - beta) * g[k]
     return lp, lp0
 
 
 def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_precision, ref_log_norm,
-            inv_mass, step, jitter, settings, control, counts):
+            inv_mass, settings, control, counts):
     """Move every live particle (finite log weight) ``mcmc_steps`` times at temperature ``beta``.
 
     ``x`` (n, d), ``grads`` (n, d) = grad log p, ``lp`` and ``lp0`` (n,) are updated in place
@@ -66,9 +82,11 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
     proposals, the NaN densities met and the gradient evaluations made.
     """
     n, d = x.shape
-    kind = settings[S_KERNEL]
-    n_leapfrog = settings[S_N_LEAPFROG]
-    mcmc_steps = settings[S_MCMC_STEPS]
+    kind = settings.kind
+    n_leapfrog = settings.n_leapfrog
+    mcmc_steps = settings.mcmc_steps
+    step = settings.step
+    jitter = settings.jitter
     q = np.empty(d)
     p = np.empty(d)
     g = np.empty(d)
@@ -94,7 +112,7 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
             new_lp = math.nan
             new_lp0 = math.nan
             if kind == KERNEL_HMC:
-                reference_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
+                mvn_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
                 for k in range(d):
                     g[k] = beta * grads[i, k] + (1.0 - beta) * g[k]
                 kinetic = sample_momentum(rng, sd, p)
@@ -146,7 +164,7 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
 
 mutate = target_kernel(
     lambda t: types.float64(t.logp_grad, t.data, MATRIX, MATRIX, VEC, VEC, VEC, RNG, types.float64, VEC,
-                            MATRIX, types.float64, VEC, types.float64, types.float64, INDEX, INDEX, INDEX),
+                            MATRIX, types.float64, VEC, settings_type(MutationSettings), INDEX, INDEX),
 )(_mutate)
 
 

@@ -15,7 +15,6 @@ import numpy as np
 from scipy import linalg
 
 from ..approximations import Gaussian, LowRankGaussian, StudentT
-from ..jit import jit
 from ..numerics import LOG_2PI
 
 DENSE_LIMIT = 2000
@@ -108,24 +107,3 @@ def as_reference(obj, dim: int, description: str) -> GaussianReference:
     if ref.dim != dim:
         raise ValueError(f"the reference has dimension {ref.dim} but the target has dimension {dim}")
     return ref
-
-
-@jit(nrt=False)
-def reference_logp_grad(x, grad_out, mean, precision, log_norm):
-    """log N(x; mean, S) and its gradient -S^-1 (x - mean), written into grad_out."""
-    d = x.size
-    q = 0.0
-    if precision.shape[0] == 1:
-        for i in range(d):
-            r = x[i] - mean[i]
-            grad_out[i] = -precision[0, i] * r
-            q -= r * grad_out[i]
-    else:
-        for i in range(d):
-            s = 0.0
-            for j in range(d):
-                s += precision[i, j] * (x[j] - mean[j])
-            grad_out[i] = -s
-            q += (x[i] - mean[i]) * s
-    return log_norm - 0.5 * q
-

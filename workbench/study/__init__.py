@@ -15,6 +15,7 @@ _NAMES = {
     "main_for": "main", "run_and_report": "main",
     "Figure": "report", "Page": "report", "render_index": "report", "render_study": "report",
     "Study": "runner", "StudyRun": "runner", "run_study": "runner",
+    "RunOptions": "options",
 }
 
 
@@ -31,6 +32,7 @@ __all__ = [
     "EXECUTORS",
     "Figure",
     "Page",
+    "RunOptions",
     "STUDIES_DIR",
     "Study",
     "StudyRun",

@@ -28,6 +28,7 @@ import numpy as np
 from .. import metrics
 from ..diagnostics import health_flags
 from ..methods import build_method
+from ..targets.specs import build_target
 
 # draws kept per chain for the figures (the table's metrics use all draws; weighted draws are
 # importance-resampled from all of them)
@@ -76,42 +77,6 @@ def target_label(spec: dict) -> str:
     """A short readable name for a target spec: gaussian(dim=10, scales=logspace)."""
     args = ", ".join(f"{k}={v}" for k, v in spec.items() if k != "factory")
     return f"{spec['factory']}({args})"
-
-
-# targets built in this process from Python objects (``wb.compare(target)``): spec JSON -> Target.
-# A spec naming one can only be run here (the serial executor); specs of built-in targets,
-# bundled posteriors and source files are rebuilt by any worker.
-_REGISTERED: dict = {}
-
-
-def register_target(target, spec: dict) -> dict:
-    """Make ``build_target(spec)`` return ``target`` in this process; returns ``spec``."""
-    _REGISTERED[json.dumps(spec, sort_keys=True)] = target
-    return spec
-
-
-@lru_cache(maxsize=64)
-def _target_from_json(text: str):
-    from .. import targets
-
-    if text in _REGISTERED:
-        return _REGISTERED[text]
-    spec = json.loads(text)
-    factory = spec.pop("factory")
-    if factory == "source":  # a user's file: path/to/file.py:name (workbench compare)
-        from ..comparison import load_source
-
-        return load_source(spec["source"], backend=spec.get("backend", "numba"))
-    if factory == "registered":
-        raise ValueError("this target was built from a Python object in another process; run it with the serial executor")
-    if factory not in targets.available():
-        raise ValueError(f"unknown target {factory!r}; built-in targets: {sorted(targets.available())}")
-    return getattr(targets, factory)(**spec)
-
-
-def build_target(spec: dict):
-    """The target a spec describes (cached per process: building a BNN target loads data)."""
-    return _target_from_json(json.dumps(spec, sort_keys=True))
 
 
 def _thin(draws: np.ndarray, keep: int) -> np.ndarray:

@@ -25,12 +25,15 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..cache import CellCache, spec_hash
+from ..cache import CellCache, code_version, spec_hash
+from ..jit import compile_kernels, kernel_groups
+from ..mcmc import timing  # noqa: F401  (its kernel is compiled up front with the methods')
 from ..references import DEFAULT_REFERENCE, REFERENCE_RUNS, reference_key, references_cache
 
 QUICK_REFERENCE_RUNS = 1
 from .cells import Cell, build_target, run_cell, run_reference, target_label
 from .executors import SerialExecutor, WorkerLost, make_executor
+from .options import RunOptions
 
 
 
@@ -89,14 +92,6 @@ def page_folder(out: str | Path, name: str, quick: bool) -> Path:
     return Path(out) / ("quick" if quick else "full") / name
 
 
-def _version() -> str:
-    """The version part of every cell's cache key: the package version and its code's digest."""
-    from .. import __version__
-    from ..cache import code_digest
-
-    return f"{__version__}+{code_digest()}"
-
-
 def _progress_bar(total: int, description: str, progress):
     from tqdm.auto import tqdm
 
@@ -121,49 +116,55 @@ def _row(cell: Cell, key: str, entry: dict | None, truth: str) -> dict:
     return row
 
 
+def compile_library_kernels(names=None) -> dict:
+    """Compile (or load) the named library kernels in this process (a pool worker): this
+    module's imports bring in every module that defines one (the methods, through ``cells``,
+    and the gradient timer), so their kernels are registered in ``jit.KERNELS``."""
+    return compile_kernels(names)
+
+
 def compile_kernels_on(ex) -> None:
     """Compile (or load) the library's kernels on a pool's workers, split between them: left
     to the cells, two workers would compile the same kernel at the same moment."""
-    from ..jit import compile_kernels, kernel_groups
-
     n_workers = getattr(ex, "workers", 1)
     if n_workers > 1 and not isinstance(ex, SerialExecutor) and not getattr(ex, "kernels_ready", False):
-        for _ in ex.run([(k, compile_kernels, (group,)) for k, group in enumerate(kernel_groups(n_workers))]):
+        for _ in ex.run([(k, compile_library_kernels, (group,)) for k, group in enumerate(kernel_groups(n_workers))]):
             pass
         ex.kernels_ready = True  # once per pool, however many studies share it
 
 
 def run_study(
     study: Study,
+    options: RunOptions | None = None,
     *,
-    quick: bool = False,
-    executor="local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    fresh: bool = False,
-    out: str | Path = "reports",
-    cache_dir: str | Path | None = None,
-    progress: bool | None = None,
     on_cell_done: Callable[[int, dict], None] | None = None,
     run_missing: bool = True,
+    **option_values,
 ) -> StudyRun:
-    """Run (or resume) ``study``; return its table. Writes ``out/<name>/table.csv`` as it fills.
+    """Run (or resume) ``study`` as ``options`` say (:class:`RunOptions`, or its fields as
+    keywords: ``quick``, ``executor``, ``workers``, ``scheduler``, ``fresh``, ``out``,
+    ``cache_dir``, ``progress``); return its table. Writes ``out/<quick|full>/<name>/table.csv``
+    as it fills.
 
     Cached cells are not re-run unless ``fresh``; a damaged cache entry is recomputed (with a
     warning naming it). A cell that raises or returns NaN is recorded with its error and the
-    others go on; a cell whose worker process dies twice is recorded as failed (not cached). ``on_cell_done(i, entry)`` is called
-    after each computed cell (the tests use it to interrupt a study). ``run_missing=False``
-    only reads the cache (re-rendering a report): missing cells show as "missing".
-    ``executor`` is a name ("local", "serial", "dask") or a running executor shared by several
-    studies (``make_executor(...)`` entered by the caller, its kernels compiled with
-    :func:`compile_kernels_on`): the pool then starts once for all of them.
+    others go on; a cell whose worker process dies twice is recorded as failed (not cached).
+    ``on_cell_done(i, entry)`` is called after each computed cell (the tests use it to
+    interrupt a study). ``run_missing=False`` only reads the cache (re-rendering a report):
+    missing cells show as "missing". A running executor given as ``executor`` (entered by the
+    caller, its kernels compiled with :func:`compile_kernels_on`) is shared by several
+    studies: the pool then starts once for all of them.
     """
+    options = RunOptions.of(options, **option_values)
+    quick, fresh, progress = options.quick, options.fresh, options.progress
+    executor, workers, scheduler = options.executor or "local", options.workers, options.scheduler
+    out, cache_dir = options.out, options.cache_dir
     start = time.perf_counter()
     out = Path(out)
     cache_root = Path(cache_dir) if cache_dir is not None else out / ".cache"
     cache = CellCache(cache_root, study.name)
     ref_cache = references_cache(cache_root)
-    version = _version()
+    version = code_version()
     cells = list(study.grid(quick))
     # a failing reference is run again, longer, in the full grids; the quick ones say it fails
     reference_runs = study.reference_runs or (QUICK_REFERENCE_RUNS if quick else REFERENCE_RUNS)

@@ -10,7 +10,7 @@ from .bnn import bnn
 from .eight_schools import eight_schools
 from .funnel import funnel
 from .gaussian import gaussian, rotated_gaussian
-from .mixture import gaussian_mixture
+from .mixture import gaussian_mixture, mixture_target
 from .regression import linear_regression, logistic_regression
 
 _CATALOGUE = {
@@ -29,9 +29,25 @@ _CATALOGUE = {
 
 def posterior(name: str, backend: str = "numba"):
     """A bundled standard posterior (``wb.posteriors.available()``), ``backend`` "numba" or "pymc"."""
-    from ..posteriors import load
+    from .posteriors import load
 
     return load(name, backend)
+
+
+# the constructors a target spec's "factory" may name (``targets/specs.py``), one per catalogue entry
+FACTORIES = {
+    "gaussian": gaussian,
+    "rotated_gaussian": rotated_gaussian,
+    "gaussian_mixture": gaussian_mixture,
+    "funnel": funnel,
+    "banana": banana,
+    "linear_regression": linear_regression,
+    "logistic_regression": logistic_regression,
+    "bnn": bnn,
+    "eight_schools": eight_schools,
+    "posterior": posterior,
+}
+assert FACTORIES.keys() == _CATALOGUE.keys()
 
 
 def available() -> dict[str, str]:
@@ -49,6 +65,7 @@ __all__ = [
     "gaussian_mixture",
     "linear_regression",
     "logistic_regression",
+    "mixture_target",
     "posterior",
     "rotated_gaussian",
 ]

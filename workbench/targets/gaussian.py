@@ -20,10 +20,9 @@ import math
 
 import numpy as np
 
-from ..jit import jit
-from ..smc.reference import reference_logp_grad
 from ..errors import TargetError
-from ..numerics import norm
+from ..jit import jit
+from ..numerics import mvn_logp_grad, norm
 from ..target import Target, Truth
 
 
@@ -160,7 +159,7 @@ def dense_gaussian_logp_grad(theta, grad_out, data):
     """-1/2 (x - m)^T P (x - m) with the precision matrix P; data = (mean, P). SMC's
     Gaussian reference density, unnormalised."""
     mean, precision = data
-    return reference_logp_grad(theta, grad_out, mean, precision, 0.0)
+    return mvn_logp_grad(theta, grad_out, mean, precision, 0.0)
 
 
 def rotated_gaussian(dim: int = 50, variances=(100.0, 50.0, 20.0), seed: int = 0) -> Target:

@@ -221,3 +221,16 @@ def gaussian_mixture(
         },
         description=f"{K}-peak Gaussian mixture, weights {np.round(np.sort(w)[::-1], 2).tolist()}",
     )
+
+
+def mixture_target(approximation, name: str = "mixture_approximation") -> Target:
+    """A fitted Gaussian-mixture approximation (``result.approximation`` of NN4Post, or a
+    marginal of one) as a Target with its exact truth: the nn4post paper's transfer argument
+    (sec. 5), a posterior reused as a prior or as a target elsewhere."""
+    for attr in ("weights", "means", "scales"):
+        if not hasattr(approximation, attr):
+            raise TargetError(f"approximation must be a Gaussian mixture with weights, means and scales; "
+                              f"{type(approximation).__name__} has no {attr!r}")
+    t = gaussian_mixture(approximation.means.shape[1], weights=np.maximum(approximation.weights, 1e-300),
+                         means=approximation.means, scales=approximation.scales)
+    return t.replace(name=name)

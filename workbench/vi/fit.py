@@ -40,11 +40,12 @@ parameters (status NONFINITE); or when the caller sets control[C_STOP].
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import jit as jit_module
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, settings_type, target_kernel
 from ..rng import fill_standard_normal
 from .elbo import C, GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
@@ -60,14 +61,49 @@ from .stopping import (
     reject_step,
 )
 
-# integer settings
-(I_K, I_STEPS, I_SAMPLES, I_GAUGE, I_EXACT, I_FROZEN, I_OPTIMIZER, I_GRAD_BUDGET, I_BATCH,
- I_N_DATA, I_DYNAMIC_R, I_WINDOW, I_PATIENCE, I_T_START, I_T_STOP, I_SCALE_BY_SIGMA) = range(16)
-N_ISETTINGS = 16
-# float settings
-(F_LR, F_LR_FINAL, F_R, F_R_START, F_R_WARM, F_R_RAMP, F_EPS, F_C_ACCURACY, F_TOL, F_BATCH_SCALE,
- F_BETA1, F_BETA2, F_ADAM_EPS) = range(13)
-N_FSETTINGS = 13
+
+
+class FitSettings(NamedTuple):
+    """The settings of one call of :func:`_fit` (built by :func:`fit_settings`)."""
+
+    k: int = 0  # mixture components K
+    steps: int = 0  # the schedule's length (r ramp, learning-rate decay)
+    samples: int = 0  # draws per component per step, S
+    gauge: int = 0  # elbo.GAUGE_*
+    exact: int = 0  # 1: the exact-entropy loss
+    frozen: int = 0  # FROZEN_*: the frozen-out fix (sec. 3.2.3)
+    optimizer: int = 0  # OPT_ADAM or OPT_GD
+    grad_budget: int = -1  # target gradients this call may spend; -1: none
+    batch: int = 0  # mini-batch rows; 0: the whole data
+    n_data: int = 0
+    dynamic_r: int = 0  # 1: the dynamic r schedule (sec. 3.2.2)
+    window: int = 0  # the ELBO plateau rule's window (stopping.py)
+    patience: int = 0
+    t_start: int = 0  # this call runs steps [t_start, t_stop)
+    t_stop: int = 0
+    scale_by_sigma: int = 0  # 1: the means step in units of their component's current sd
+    lr: float = 0.0
+    lr_final: float = 0.0
+    r: float = 0.0
+    r_start: float = 0.0
+    r_warm: float = 0.0
+    r_ramp: float = 0.0
+    eps: float = 0.0  # the frozen-out fixes' epsilon
+    c_accuracy: float = 0.0  # clip_a's floor on the weights
+    tol: float = 0.0  # the plateau rule's tolerance; 0: off
+    batch_scale: float = 0.0  # N_D / N_m (eq. 18-20), or 1
+    beta1: float = 0.0
+    beta2: float = 0.0
+    adam_eps: float = 0.0
+
+
+def fit_settings(**values) -> FitSettings:
+    """:class:`FitSettings` cast to the kernel's one type (``jit.kernel_settings``)."""
+    return kernel_settings(FitSettings, **values)
+
+
+FIT_SETTINGS_TYPE = settings_type(FitSettings)
+
 FROZEN_NONE, FROZEN_DIVIDE, FROZEN_CLIP, FROZEN_CLIP_A = range(4)
 FROZEN_FIXES = {"none": FROZEN_NONE, "divide": FROZEN_DIVIDE, "clip": FROZEN_CLIP, "clip_a": FROZEN_CLIP_A}
 OPT_ADAM, OPT_GD = 0, 1
@@ -96,25 +132,25 @@ def _norm(x):
     return math.sqrt(s)
 
 
-def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr_scale, state, traces, control):
-    k = isettings[I_K]
+def _fit(logp_grad, logp_grad_batch, data, params, rng, settings, lr_scale, state, traces, control):
+    k = settings.k
     d = (params.size - k) // (2 * k)
-    steps = isettings[I_STEPS]
-    n_s = isettings[I_SAMPLES]
-    gauge = isettings[I_GAUGE]
-    dynamic_r = isettings[I_DYNAMIC_R] != 0
-    exact = isettings[I_EXACT] != 0
-    frozen = isettings[I_FROZEN]
-    budget = isettings[I_GRAD_BUDGET]
-    batch = isettings[I_BATCH]
-    n_data = isettings[I_N_DATA]
-    window = isettings[I_WINDOW]
-    patience = isettings[I_PATIENCE]
-    eps = fsettings[F_EPS]
+    steps = settings.steps
+    n_s = settings.samples
+    gauge = settings.gauge
+    dynamic_r = settings.dynamic_r != 0
+    exact = settings.exact != 0
+    frozen = settings.frozen
+    budget = settings.grad_budget
+    batch = settings.batch
+    n_data = settings.n_data
+    window = settings.window
+    patience = settings.patience
+    eps = settings.eps
     c_floor = eps if frozen == FROZEN_CLIP else 0.0
-    tol = fsettings[F_TOL]
-    beta1 = fsettings[F_BETA1]
-    beta2 = fsettings[F_BETA2]
+    tol = settings.tol
+    beta1 = settings.beta1
+    beta2 = settings.beta2
 
     a = params[:k]
     mu = params[k : k + k * d].reshape((k, d))
@@ -137,16 +173,16 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
 
     n_grad = 0
     status = STATUS_STEPS
-    t_start = isettings[I_T_START]
+    t_start = settings.t_start
     done = t_start
     plateau = state[2 * n_par :]  # the stopping rule's running numbers (stopping.py)
-    lr_end = fsettings[F_LR] * fsettings[F_LR_FINAL]
+    lr_end = settings.lr * settings.lr_final
     anneal_steps = max(patience * window, 1)
     m1_before = np.empty(n_par)
     m2_before = np.empty(n_par)
     rejections = new_rejections()  # stopping.py's rule for steps that meet NaN or -inf
     t = t_start
-    while t < isettings[I_T_STOP]:
+    while t < settings.t_stop:
         if control[C_STOP] != 0:
             status = STATUS_STOPPED
             break
@@ -156,8 +192,8 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
         if annealed_out(t, anneal_steps, plateau):
             status = STATUS_CONVERGED
             break
-        r = rescale_factor(t, steps, dynamic_r, fsettings[F_R], fsettings[F_R_START],
-                           fsettings[F_R_WARM], fsettings[F_R_RAMP])
+        r = rescale_factor(t, steps, dynamic_r, settings.r, settings.r_start,
+                           settings.r_warm, settings.r_ramp)
         fill_standard_normal(rng, eta_flat)  # eta ~ N(0, I), (K, S, d)
         if batch > 0:
             for j in range(batch):  # partial Fisher-Yates: batch rows without replacement
@@ -166,7 +202,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
                 perm[j] = perm[pick]
                 perm[pick] = tmp
             loss, n, bad = loss_and_gradient_batch(
-                logp_grad_batch, data, perm[:batch], fsettings[F_BATCH_SCALE], a, mu, zeta, eta, r, gauge,
+                logp_grad_batch, data, perm[:batch], settings.batch_scale, a, mu, zeta, eta, r, gauge,
                 c_floor, exact, work, comp, shape, grad_a, grad_mu, grad_zeta,
             )
         else:
@@ -196,7 +232,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             total = 0.0
             for i in range(k):
                 total += math.exp(a[i] - m)
-            a_min = math.log(fsettings[F_C_ACCURACY]) + m + math.log(total)
+            a_min = math.log(settings.c_accuracy) + m + math.log(total)
             for i in range(k):
                 if a[i] < a_min and grad_a[i] > 0.0:
                     grad_a[i] = 0.0
@@ -207,8 +243,8 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
             mean /= k
             for i in range(k):
                 grad_a[i] -= mean
-        lr = rejections[R_PENALTY] * learning_rate(t, steps, fsettings[F_LR], fsettings[F_LR_FINAL], anneal_steps, plateau)
-        if isettings[I_SCALE_BY_SIGMA] != 0:
+        lr = rejections[R_PENALTY] * learning_rate(t, steps, settings.lr, settings.lr_final, anneal_steps, plateau)
+        if settings.scale_by_sigma != 0:
             # each mean steps in units of its component's sd at this step, as the loss computed
             # it (frozen entries stay 0)
             sigma = shape[SIGMA]
@@ -219,13 +255,13 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
                         lr_scale[p] = sigma[i, j]
         m1_before[:] = m1
         m2_before[:] = m2
-        if isettings[I_OPTIMIZER] == OPT_ADAM:
+        if settings.optimizer == OPT_ADAM:
             # Adam ignores the gradient's scale r: keep a still while a dynamic r is small
             a_factor = r if dynamic_r else 1.0
-            adam_step(params, previous, grads, m1, m2, lr_scale, 0, k, t, lr, beta1, beta2, fsettings[F_ADAM_EPS],
+            adam_step(params, previous, grads, m1, m2, lr_scale, 0, k, t, lr, beta1, beta2, settings.adam_eps,
                       a_factor)
             adam_step(params, previous, grads, m1, m2, lr_scale, k, params.size, t, lr, beta1, beta2,
-                      fsettings[F_ADAM_EPS], 1.0)
+                      settings.adam_eps, 1.0)
         else:
             gradient_descent_step(params, previous, grads, lr_scale, 0, params.size, lr)
         if not all_finite(params):  # an overflowing update: undone, and rejected as above
@@ -259,7 +295,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, isettings, fsettings, lr
 
 fit_kernel = target_kernel(
     lambda t: CHAIN_RETURN(
-        t.logp_grad, t.logp_grad_batch, t.data, VEC, RNG, INDEX, VEC, VEC, VEC, MATRIX, INDEX,
+        t.logp_grad, t.logp_grad_batch, t.data, VEC, RNG, FIT_SETTINGS_TYPE, VEC, VEC, MATRIX, INDEX,
     ),
 )(_fit)
 

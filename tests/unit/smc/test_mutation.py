@@ -18,11 +18,11 @@ def _move(target, ref, beta, x, kernel, moves=20, step=None, seed=0):
     lp0 = ref.logpdf(x)
     counts = np.zeros(3, dtype=np.int64)
     inv_mass = x.var(axis=0)
-    settings = np.array([M.KERNELS[kernel], 3, moves], dtype=np.int64)
     step = step if step is not None else (0.6 if kernel == "hmc" else 0.8)
+    settings = M.mutation_settings(kind=M.KERNELS[kernel], n_leapfrog=3, mcmc_steps=moves, step=step, jitter=0.3)
     accept = M.mutate.for_target(target)(
         target.kernel_logp_grad, target.kernel_data, x, grads, lp, lp0, np.zeros(x.shape[0]), np.random.default_rng(seed), beta,
-        ref.mean, ref.precision, ref.log_norm, inv_mass, step, 0.3, settings, np.zeros(2, dtype=np.int64), counts)
+        ref.mean, ref.precision, ref.log_norm, inv_mass, settings, np.zeros(2, dtype=np.int64), counts)
     return x, accept / counts[M.C_PROPOSALS], counts, lp, grads
 
 
@@ -72,7 +72,8 @@ def test_dead_particles_stay_and_nan_proposals_are_rejected_and_counted():
     counts = np.zeros(3, dtype=np.int64)
     M.mutate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, ref.logpdf(x), log_w,
                                 np.random.default_rng(1), 1.0, ref.mean, ref.precision, ref.log_norm, np.ones(2),
-                                3.0, 0.0, np.array([M.KERNEL_RWM, 1, 5], dtype=np.int64), np.zeros(2, dtype=np.int64), counts)
+                                M.mutation_settings(kind=M.KERNEL_RWM, n_leapfrog=1, mcmc_steps=5, step=3.0, jitter=0.0),
+                                np.zeros(2, dtype=np.int64), counts)
     assert np.array_equal(x[:10], before[:10])
     assert counts[M.C_PROPOSALS] == 190 * 5 and counts[M.C_NAN] > 0
     assert np.all(x[:, 0] <= 1.5)  # no particle moved where the density is NaN

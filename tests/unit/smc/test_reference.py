@@ -5,7 +5,8 @@ import pytest
 from scipy import stats
 
 import workbench as wb
-from workbench.smc.reference import as_reference, diagonal_gaussian, gaussian, reference_logp_grad
+from workbench.numerics import mvn_logp_grad
+from workbench.smc.reference import as_reference, diagonal_gaussian, gaussian
 
 
 def _check(ref, mean, cov):
@@ -15,7 +16,7 @@ def _check(ref, mean, cov):
     assert ref.logpdf(x) == pytest.approx(want)
     for xi in x:
         g = np.empty(mean.size)
-        assert reference_logp_grad(xi, g, ref.mean, ref.precision, ref.log_norm) == pytest.approx(
+        assert mvn_logp_grad(xi, g, ref.mean, ref.precision, ref.log_norm) == pytest.approx(
             stats.multivariate_normal(mean, cov).logpdf(xi))
         np.testing.assert_allclose(g, -np.linalg.solve(cov, xi - mean), rtol=1e-10, atol=1e-12)
 

@@ -25,13 +25,13 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import TargetError
-from .jit import jit
-from .numerics import LOG_2PI
-from .target import Target
-from .targets import datasets, latent
-from .targets.eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
-from .targets.regression import linear_regression, logistic_regression
+from ..errors import TargetError
+from ..jit import jit
+from ..numerics import LOG_2PI
+from ..target import Target
+from . import datasets, latent
+from .eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
+from .regression import linear_regression, logistic_regression
 
 BACKENDS = ("numba", "pymc")
 
@@ -231,7 +231,7 @@ def _get(name: str) -> Posterior:
 
 def pymc_model(name: str):
     """The PyMC model of a bundled posterior (needs the ``pymc`` extra)."""
-    from .pymc_model import _import_pymc
+    from ..pymc_model import _import_pymc
 
     _import_pymc()
     return _get(name).pymc()
