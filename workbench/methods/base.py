@@ -339,8 +339,17 @@ class Method:
             budget = dataclasses.replace(budget, grad_evals=grad_budget)
         seed = resolve_seed(seed)
         check_memory(self, target, self.memory_needs(target, budget))
+        clock = RunClock()
         try:
             return self._run(target, seed, budget)
+        except KeyboardInterrupt:
+            # Ctrl-C before the method's own loop (which keeps what it made) began: drawing
+            # proposals, finding a start, compiling. Nothing was made; say so, as the loop would.
+            clock.stop()
+            return self.result(target, seed, np.zeros((getattr(self, "chains", 1), 0, target.dim)), clock,
+                               interrupted=True,
+                               messages=[f"interrupted while {self.name} was setting up, before its first "
+                                         "draw: nothing kept (the density calls of the set-up are not counted)"])
         except Exception as exc:
             # a bare "division by zero" from deep inside a kernel does not say which run it ended
             if not isinstance(exc, WorkbenchError) and not getattr(exc, "__notes__", None):

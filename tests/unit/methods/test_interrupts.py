@@ -55,3 +55,17 @@ def test_ctrl_c_stops_the_run_and_keeps_what_it_made(name, ctrl_c_raises):
     assert time.perf_counter() - start < 10.0
     assert res.interrupted
     assert any("nterrupted" in m for m in res.messages)
+
+
+class _ProposalInterruptedWhileDrawn(wb.approximations.Gaussian):
+    """Ctrl-C while IndependenceMH draws its proposals up front, before its chain loop."""
+
+    def logpdf(self, x):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_set_up_returns_an_interrupted_result_with_no_draws():
+    proposal = _ProposalInterruptedWhileDrawn(np.zeros(2), np.eye(2))
+    res = wb.methods.IndependenceMH(proposal=proposal, warmup=10, draws=100).run(wb.targets.gaussian(2), seed=0)
+    assert res.interrupted and res.draws.shape == (4, 0, 2)
+    assert any("setting up" in m for m in res.messages)
