@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -53,6 +54,46 @@ def code_version() -> str:
     """The version part of every cache key (study cells, references): the package version and
     the digest of its code."""
     return f"{package_version()}+{code_digest()}"
+
+
+def object_digest(obj) -> str:
+    """A hash of an object's content (its arrays' bytes, its numbers and strings, the
+    qualified names of its functions, its attributes' in turn): two objects of one type with
+    different contents get different digests, so a cache key never tells them apart by type
+    name alone."""
+    h = hashlib.sha256()
+
+    def feed(value, depth=0):
+        if depth > 6:
+            h.update(b"...")
+        elif isinstance(value, np.ndarray):
+            h.update(str((value.dtype, value.shape)).encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+            h.update(repr(value).encode())
+        elif isinstance(value, (list, tuple)):
+            h.update(f"{type(value).__name__}[{len(value)}]".encode())
+            for v in value:
+                feed(v, depth + 1)
+        elif isinstance(value, dict):
+            for k in sorted(value, key=repr):
+                h.update(repr(k).encode())
+                feed(value[k], depth + 1)
+        elif inspect.isroutine(value) or isinstance(value, type) or hasattr(value, "py_func"):
+            fn = getattr(value, "py_func", value)  # a Numba dispatcher: its Python function
+            h.update(f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}".encode())
+        else:
+            h.update(f"{type(value).__module__}.{type(value).__qualname__}".encode())
+            fields = getattr(value, "__dict__", None)
+            if fields is None and hasattr(value, "__slots__"):
+                fields = {k: getattr(value, k) for k in value.__slots__ if hasattr(value, k)}
+            if fields is None:
+                h.update(repr(value).encode())
+            else:
+                feed({k: v for k, v in fields.items() if not k.startswith("__")}, depth + 1)
+
+    feed(obj)
+    return h.hexdigest()[:12]
 
 
 def spec_hash(fields: dict) -> str:

@@ -33,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..cache import object_digest
 from ..errors import DensityError, TargetError, WorkbenchError, format_point
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Cost, Result
@@ -291,14 +292,15 @@ class Method:
 
     def settings(self) -> dict:
         """The settings as a plain dict (for tables, reports and cache keys); arrays become
-        lists and objects (a proposal) their type's name."""
+        lists and objects (a proposal) their type's name and a digest of their content
+        (``Gaussian#3f2a...``), so two different proposals never share a cache key."""
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray):
                 value = value.tolist()
             elif value is not None and not isinstance(value, (bool, int, float, str, list, tuple, dict)):
-                value = type(value).__name__
+                value = f"{type(value).__name__}#{object_digest(value)}"
             out[f.name] = value
         return out
 

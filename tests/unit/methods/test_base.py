@@ -99,7 +99,7 @@ def test_budget_split_clock_and_positive_checks():
 def test_settings_are_plain_data():
     q = wb.approximations.StudentT(np.zeros(2), np.eye(2), df=5)
     s = wb.methods.IndependenceMH(proposal=q).settings()
-    assert s["proposal"] == "StudentT" and s["chains"] == 4
+    assert s["proposal"].startswith("StudentT#") and s["chains"] == 4
     assert wb.methods.NUTS(init=np.zeros(2)).settings()["init"] == [0.0, 0.0]
 
 
@@ -115,3 +115,13 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts(monkeypatch
         wb.methods.FullRankVI().run(t, seed=0)
     # what fits is not refused: Exact's 2 x 100 draws are 32 MB
     assert wb.methods.Exact(chains=2, draws=100).run(t, seed=0).draws.shape == (2, 100, 20_000)
+
+
+def test_settings_record_an_object_by_its_content_not_its_type_alone():
+    """Two proposals of one type must not share a cache key."""
+    a = wb.methods.IndependenceMH(proposal=wb.approximations.Gaussian(np.zeros(2), np.eye(2)))
+    b = wb.methods.IndependenceMH(proposal=wb.approximations.Gaussian(np.zeros(2), 2.0 * np.eye(2)))
+    again = wb.methods.IndependenceMH(proposal=wb.approximations.Gaussian(np.zeros(2), np.eye(2)))
+    assert a.settings()["proposal"].startswith("Gaussian#")
+    assert a.settings()["proposal"] != b.settings()["proposal"]
+    assert a.settings()["proposal"] == again.settings()["proposal"]
