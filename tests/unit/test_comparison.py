@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 import workbench as wb
 from tests import user_functions as uf
 from workbench import cli
-from workbench.comparison import load_source, recommendation, resolve
+from workbench.comparison import recommendation, resolve
 from workbench.errors import TargetError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,34 +75,6 @@ def test_resolving_names(tmp_path):
     target, spec, _ = resolve(f"{EXAMPLE}:logp_grad")
     assert spec["factory"] == "source" and spec["file_digest"] and target.dim == 2
     assert target.build_info["gradient_check"]["checked"]  # a user's file goes through from_numba's check
-
-
-@pytest.mark.parametrize("source, message", [
-    ("nosuch.py:f", "no file 'nosuch.py'"),
-    ("{file}:missing", "defines no 'missing'; it defines: data, dim, logp_grad"),
-    ("{nodim}:logp_grad", "no `dim`: add `dim = D`"),
-    ("{wrong_signature}:logp", "logp_grad takes 1 argument(s) (theta), it must take 3"),
-    ("{wrong_gradient}:logp_grad", "is wrong: at coordinate 0"),
-    ("{not_a_function}:logp_grad", "it must be a Numba logp_grad"),
-    ("{needs_args}:make", "needs arguments"),
-    ("nosuch", "unknown target 'nosuch': give a built-in target"),
-])
-def test_bad_targets_get_messages_that_say_what_to_write(tmp_path, source, message):
-    files = {
-        "file": EXAMPLE.read_text(),
-        "nodim": "import numba\n@numba.njit\ndef logp_grad(theta, grad_out, data):\n    grad_out[0] = -theta[0]\n"
-                 "    return -0.5 * theta[0] ** 2\n",
-        "wrong_signature": "import numba\ndim = 1\n@numba.njit\ndef logp(theta):\n    return -0.5 * theta[0] ** 2\n",
-        "wrong_gradient": "import numba\ndim = 1\n@numba.njit\ndef logp_grad(theta, grad_out, data):\n"
-                          "    grad_out[0] = theta[0]\n    return -0.5 * theta[0] ** 2\n",
-        "not_a_function": "logp_grad = 3\n",
-        "needs_args": "def make(n):\n    return n\n",
-    }
-    for name, text in files.items():
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
-    source = source.format(**{name: tmp_path / f"{name}.py" for name in files})
-    with pytest.raises(TargetError, match=re.escape(message)):
-        load_source(source) if ".py" in source else resolve(source)
 
 
 def test_bad_settings_and_cli_input(tmp_path, capsys):

@@ -113,14 +113,6 @@ def test_without_truth_evaluate_scores_against_the_targets_reference_posterior()
     assert row["w1_max"] > 0 and math.isnan(row["log_z_err"])  # the result makes no log Z estimate
 
 
-def test_vectorised_marginal_wasserstein_equals_scipy():
-    rng = np.random.default_rng(0)
-    x, y, w = rng.normal(size=(300, 4)), rng.standard_t(3, size=(450, 4)), rng.random(300)
-    ours = metrics.wasserstein_per_marginal(x, y, w)
-    ref = [stats.wasserstein_distance(x[:, k], y[:, k], w) for k in range(4)]
-    np.testing.assert_allclose(ours, ref, rtol=1e-12)
-
-
 def test_tail_ess_equals_arviz_summary():
     t = wb.targets.gaussian(3)
     res = wb.methods.Exact(chains=4, draws=300).run(t, seed=5)
