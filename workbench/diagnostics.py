@@ -115,7 +115,8 @@ def health_messages(diag: ChainDiagnostics) -> list[str]:
         out.append(f"tree depth saturated on {100 * diag.tree_depth_saturated:.1f}% of draws: "
                    "trajectories were cut short (raise max_depth)")
     if diag.bfmi_min < BFMI_MIN:
-        out.append(f"E-BFMI {diag.bfmi_min:.2f} < {BFMI_MIN}: the energy explores poorly (heavy tails or funnels)")
+        out.append(f"E-BFMI {diag.bfmi_min:.2f} < {BFMI_MIN}: the energy explores poorly (heavy tails or a funnel; "
+                   "for a hierarchical model's scale, a non-centred parameterisation removes the funnel)")
     return out
 
 

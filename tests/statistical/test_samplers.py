@@ -73,6 +73,19 @@ def test_dual_averaging_reaches_the_requested_acceptance(method, target_accept):
     assert res.stats["accept_prob"].mean() == pytest.approx(target_accept, abs=0.05)
 
 
+@pytest.mark.parametrize("target_accept", [0.8, 0.9])
+@pytest.mark.parametrize("target", [wb.targets.gaussian(100, scales="logspace"),
+                                    wb.targets.gaussian(10, correlation=0.9)], ids=["gauss100", "corr10"])
+def test_default_nuts_realises_its_target_acceptance_within_002(target, target_accept):
+    """The averaged step of dual averaging lands where the draws accept at the target: the
+    symmetric statistic and one uninterrupted averaging (mcmc/adaptation.py). Over 3 runs of 4
+    chains: each chain's final step varies (its acceptance by about +-0.03), the mean over 12
+    chains by about 0.01; before, the realised value was 0.82-0.86 for a target of 0.8."""
+    realised = [wb.methods.NUTS(target_accept=target_accept).run(target, seed=s).stats["accept_prob"].mean()
+                for s in range(3)]
+    assert abs(np.mean(realised) - target_accept) <= 0.02
+
+
 def test_random_walk_adapts_toward_0234():
     res = wb.methods.RandomWalkMH(chains=2, warmup=3000, draws=4000).run(DIAGONAL, seed=5)
     assert res.stats["accept_prob"].mean() == pytest.approx(0.234, abs=0.05)
@@ -155,15 +168,49 @@ def test_gradient_counts_are_exact_and_warmup_is_kept_apart():
 
 @pytest.mark.parametrize(
     "method, budget",
-    [(wb.methods.NUTS(chains=2), 20_000), (wb.methods.RandomWalkMH(chains=2), 3_000)],
+    [(wb.methods.NUTS(chains=2), 8_000), (wb.methods.RandomWalkMH(chains=2), 3_000)],
     ids=["nuts", "rwm"],
 )
 def test_grad_budget_stops_sampling_and_says_how_many_draws(method, budget):
     res = method.run(DIAGONAL, seed=3, grad_budget=budget)
-    # stops at the first transition after the budget: at most one NUTS tree (2^10) over per chain
-    assert budget <= res.cost.grad_evals <= budget + 2 * 1024 + 2
+    # NUTS never passes its budget (a tree's depth is what the rest can pay for); RWM stops at
+    # the first transition after it
+    assert budget - (2 * 1024 if method.name == "NUTS" else 0) <= res.cost.grad_evals <= budget + 2
     assert 0 < res.draws.shape[1] < 1000
     assert any(f"{res.draws.shape[1]} draws per chain" in m for m in res.messages)
+
+
+@pytest.mark.parametrize("metric", ["diag", "low_rank"])
+@pytest.mark.parametrize("target", [wb.targets.bnn(), wb.targets.funnel(10)], ids=["bnn", "funnel10"])
+def test_every_budget_buys_draws_and_none_is_overspent(target, metric):
+    """Warmup spends at most its share of a budget and trees are as deep as the budget allows
+    (hmc.budget_limits): 20 draws per chain at 10^4 gradients, where 4 chains used to end
+    with none on these targets."""
+    res = wb.methods.NUTS(metric=metric).run(target, seed=0, grad_budget=10_000)
+    assert res.draws.shape[1] >= 20
+    assert res.cost.grad_evals <= 10_000
+    assert res.cost.warmup_grad_evals <= 0.4 * 10_000 + 4 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [wb.targets.bnn(), wb.targets.funnel(10)], ids=["bnn", "funnel10"])
+def test_a_budget_of_10_5_buys_200_draws_per_chain(target):
+    res = wb.methods.NUTS().run(target, seed=0, grad_budget=100_000)
+    assert res.draws.shape[1] >= 200 and res.cost.grad_evals <= 100_000
+
+
+def test_warmup_divergences_raise_the_target_and_the_banana_comes_out_healthy():
+    """Default NUTS on Haario's banana: divergences after the metric settles raise the step
+    size's target acceptance. Without it (adapt_target=False) the same seed gives dozens of
+    divergences and an R-hat above 1.03."""
+    t = wb.targets.banana()
+    res = wb.methods.NUTS().run(t, seed=0)
+    diag = res.info["diagnostics"]
+    assert diag["divergences"] <= 5 and diag["r_hat_max"] <= 1.01 and diag["ess_bulk_min"] >= 400
+    assert min(res.info["target_accept_raised_to"]) > 0.8
+    assert any("raised the target acceptance" in m for m in res.messages)
+    plain = wb.methods.NUTS(adapt_target=False).run(t, seed=0)
+    assert plain.info["diagnostics"]["divergences"] >= 20
 
 
 def test_nan_density_mid_trajectory_is_a_rejected_divergence():

@@ -34,6 +34,10 @@ from .termination import N_CHECKPOINT_ROWS, NAN_COUNT
 from .trajectory import N_VECS, P0, PAIR_G, PAIR_Q, nuts_transition, static_transition
 
 ALGO_HMC, ALGO_NUTS = 0, 1
+# warmup divergences after the metric has settled raise the step size's target acceptance
+# (0.8 -> 0.9 -> 0.95 -> 0.975 -> 0.99), at most once per RAISE_EVERY iterations
+RAISE_EVERY = 20
+MAX_RAISED_TARGET = 0.99
 
 
 class HamiltonianSettings(NamedTuple):
@@ -48,10 +52,15 @@ class HamiltonianSettings(NamedTuple):
     metric: int  # adaptation.METRICS
     max_rank: int  # low-rank / dense: eigen-directions at most
     window_capacity: int  # low-rank / dense: draws in the largest window (WarmupSchedule)
+    symmetric_accept: int  # 1: dual averaging adapts the symmetric acceptance statistic (NUTS)
+    gradient_start: int  # 1: a diagonal metric starts at 1 / |grad log p(x0)| (nutpie's start)
+    warmup_grad_cap: int  # warmup ends early once it has spent this many gradients; -1: never
+    warmup_max_depth: int  # NUTS's depth limit during warmup (<= max_depth)
+    divergence_watch_start: int  # warmup iteration from which divergences raise the target; -1: never
     step_size: float  # the first step size; <= 0: find one
     target_accept: float
     max_energy_error: float
-    jitter: float  # HMC: the step size varies uniformly by +-jitter (a fraction)
+    jitter: float  # the step size varies uniformly by +-jitter (a fraction) each transition
     gamma: float  # low-rank / dense: regularisation of the covariances
     cutoff: float  # low-rank: eigenvalues within [1/cutoff, cutoff] are left to the diagonal
 
@@ -77,8 +86,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     ``x`` is the starting point (overwritten). A diagonal metric lives in ``inv_mass`` (the
     starting inverse metric, overwritten with the adapted one); a low-rank or dense one in
     ``transform`` (``metric.MetricTransform``, overwritten likewise), with ``inv_mass`` = 1.
-    ``adapt_log`` counts (metric estimates, estimates that failed and left the diagonal
-    alone). Returns (iterations done, gradient evaluations, of which in warmup, final step).
+    ``adapt_log`` gets (metric estimates, estimates that failed and left the diagonal alone,
+    warmup iterations run, times the target acceptance was raised, the final target x 1e4). Returns (iterations done, gradient evaluations, of which in warmup, final step).
     """
     d = x.size
     n_warmup = settings.n_warmup
@@ -95,6 +104,9 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     g = np.empty(d)
     logp = logp_grad(x, g, data)
     n_grad = 1
+    if metric == A.METRIC_DIAG and n_warmup > 0 and settings.gradient_start != 0:
+        A.gradient_start(g, inv_mass)
+        momentum_sd(inv_mass, sd)
     # the trajectory's coordinates: x itself, or y = A^-1 x under a low-rank or dense metric;
     # there (q, gq) carry the chain from one transition to the next, and x follows for the
     # draws (g, the gradient in x, only where the metric's estimator needs it)
@@ -110,21 +122,37 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     da = dual_averaging_start(step)
     n_grad_warmup = n_grad if n_warmup > 0 else 0
     done = 0
-    for it in range(n_total):
-        if control[C_STOP] != 0 or (settings.grad_budget >= 0 and n_grad >= settings.grad_budget):
+    warmup_done = n_warmup
+    target = settings.target_accept
+    last_raise = -RAISE_EVERY
+    it = 0
+    while it < n_total:
+        if control[C_STOP] != 0:
             break
+        warming = it < n_warmup
+        depth_limit = settings.warmup_max_depth if warming else settings.max_depth
+        if settings.grad_budget >= 0:
+            # never past the budget: the deepest tree the gradients left can pay for in full
+            # (a tree of depth k costs at most 2^k - 1), or no transition at all
+            remaining = settings.grad_budget - n_grad
+            if settings.algorithm == ALGO_NUTS:
+                depth_limit = min(depth_limit, _floor_log2(remaining + 1))
+                if depth_limit < 1:
+                    break
+            elif remaining < settings.n_leapfrog:
+                break
         eps = step
         if settings.jitter > 0.0:
             eps = step * (1.0 + settings.jitter * (2.0 * rng.random() - 1.0))
         # a diagonal metric passes None for the map: see metric.potential
         if settings.algorithm == ALGO_NUTS and transformed:
-            logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
-                logp_grad, data, q, gq, logp, eps, inv_mass, sd, transform, settings.max_depth,
+            logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
+                logp_grad, data, q, gq, logp, eps, inv_mass, sd, transform, depth_limit,
                 settings.max_energy_error, rng, vecs, ckpt
             )
         elif settings.algorithm == ALGO_NUTS:
-            logp, accept, n, depth, diverging, energy, energy_error = nuts_transition(
-                logp_grad, data, q, gq, logp, eps, inv_mass, sd, None, settings.max_depth,
+            logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
+                logp_grad, data, q, gq, logp, eps, inv_mass, sd, None, depth_limit,
                 settings.max_energy_error, rng, vecs, ckpt
             )
         elif transformed:
@@ -133,12 +161,14 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                 settings.max_energy_error, rng, vecs, ckpt
             )
             depth = 0
+            accept_sym = accept
         else:
             logp, accept, n, diverging, energy, energy_error = static_transition(
                 logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, None,
                 settings.max_energy_error, rng, vecs, ckpt
             )
             depth = 0
+            accept_sym = accept
         if transformed:
             to_position(transform, q, x)
         n_grad += n
@@ -156,8 +186,14 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
 
         if it < n_warmup:
             flags = schedule[it]
+            if diverging and 0 <= settings.divergence_watch_start <= it and it - last_raise >= RAISE_EVERY:
+                # divergences once the metric has settled: the step is too long for the
+                # posterior's curvature somewhere; halve the distance of the target to 1
+                target = min(MAX_RAISED_TARGET, 1.0 - 0.5 * (1.0 - target))
+                last_raise = it
+                adapt_log[3] += 1
             if flags & A.ADAPT_STEP:
-                da = dual_averaging_update(da, accept, settings.target_accept)
+                da = dual_averaging_update(da, accept_sym if settings.symmetric_accept != 0 else accept, target)
                 step = math.exp(da.log_step)
             if flags & A.COLLECT:
                 if metric == A.METRIC_DIAG:
@@ -199,16 +235,42 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                                            step, vecs)
                 n_grad += k
                 da = dual_averaging_start(step)
-            if flags & A.RESTART_AVERAGING:  # the metric is final: adapt the step size for it alone
-                da = dual_averaging_start(step)
             if flags & A.FINAL_STEP:
                 step = math.exp(da.log_step_avg)
             n_grad_warmup = n_grad
+            if 0 <= settings.warmup_grad_cap <= n_grad and it + 1 < n_warmup:
+                # warmup has had its share of the budget: end it here, as its last iteration
+                # would (the metric from the foreground window, the averaged step), and sample
+                if metric == A.METRIC_DIAG and diag.counts[0] >= 3:
+                    A.diag_final(diag, inv_mass)
+                    momentum_sd(inv_mass, sd)
+                if flags & A.ADAPT_STEP:
+                    step = math.exp(da.log_step_avg)
+                warmup_done = it + 1
+                for skipped in range(it + 1, n_warmup):  # the warmup rows not run: the chain stood still
+                    draws_out[skipped, :] = x
+                    stats_out[skipped, :] = 0.0
+                    stats_out[skipped, S_STEP] = step
+                    stats_out[skipped, S_LOGP] = logp
+                it = n_warmup - 1
         done = it + 1
         control[C_PROGRESS] = done
         control[C_EVALS] = n_grad
         control[C_WARMUP_EVALS] = n_grad_warmup
+        it += 1
+    adapt_log[2] = warmup_done
+    adapt_log[4] = int(round(1e4 * target))
     return done, n_grad, n_grad_warmup, step
+
+
+@jit(inline=True)
+def _floor_log2(n):
+    """The largest k with 2^k <= n (n >= 1); -1 for n < 1."""
+    k = -1
+    while n >= 1:
+        n >>= 1
+        k += 1
+    return k
 
 
 @jit

@@ -65,14 +65,19 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_ene
 
     Writes the subtree's multinomial proposal into (prop_q, prop_g) and its momentum sum
     into ``psum``; ``ckpt[START_P, 0]`` holds its first leaf's momentum. Returns
-    (valid, log_sum_weight, n_leapfrog, sum_accept_prob, diverging, prop_logp, prop_energy);
-    ``valid`` is False after a divergence or a U-turn inside the subtree.
+    (valid, log_sum_weight, n_leapfrog, sum_accept_prob, sum_accept_sym, diverging, prop_logp,
+    prop_energy); ``valid`` is False after a divergence or a U-turn inside the subtree.
+    ``sum_accept_sym`` sums the symmetric statistic 2 min(1, e^w) / (1 + e^w) of each leaf's
+    log weight w = H0 - H: its expectation is the acceptance's, E min(1, e^w), whenever w
+    has the distribution of a reversible integrator's energy errors, with less variance
+    (nutpie adapts the step size to it).
     """
     # the weights w_n = exp(H0 - H_n) sum to exp(w_max) w_sum: one exp per leaf, no overflow
     w_max = -math.inf
     e_max = 0.0  # exp(w_max), for the acceptance statistic
     w_sum = 0.0
     sum_accept = 0.0
+    sum_sym = 0.0
     prop_lp = math.nan
     prop_h = math.nan
     n_leaves = 1 << depth
@@ -85,7 +90,7 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_ene
                 ckpt[NAN_COUNT, 0, 0] += 1.0
         log_w = h0 - h
         if -log_w > max_energy_error:
-            return False, w_max + math.log(w_sum), n + 1, sum_accept, True, prop_lp, prop_h
+            return False, w_max + math.log(w_sum), n + 1, sum_accept, sum_sym, True, prop_lp, prop_h
         if log_w > w_max:
             w_sum = w_sum * math.exp(w_max - log_w) + 1.0
             w_max = log_w
@@ -98,6 +103,7 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_ene
             sum_accept += 1.0
         else:  # min(1, exp(-energy error)) = rel exp(w_max); directly if exp(w_max) overflowed
             sum_accept += rel * e_max if w_max < 700.0 else math.exp(log_w)
+        sum_sym += 2.0 / (1.0 + math.exp(log_w)) if log_w >= 0.0 else 2.0 / (math.exp(-log_w) + 1.0)
         # progressive multinomial draw: leaf n with probability w_n / (w_0 + ... + w_n)
         if n == 0 or rng.random() * w_sum < rel:
             _copy(z_q, prop_q)
@@ -105,8 +111,8 @@ def build_subtree(logp_grad, data, depth, step, inv_mass, transform, h0, max_ene
             prop_lp = lp
             prop_h = h
         if not add_leaf(n, z_p, psum, inv_mass, ckpt):
-            return False, w_max + math.log(w_sum), n + 1, sum_accept, False, prop_lp, prop_h
-    return True, w_max + math.log(w_sum), n_leaves, sum_accept, False, prop_lp, prop_h
+            return False, w_max + math.log(w_sum), n + 1, sum_accept, sum_sym, False, prop_lp, prop_h
+    return True, w_max + math.log(w_sum), n_leaves, sum_accept, sum_sym, False, prop_lp, prop_h
 
 
 @jit(nrt=False)
@@ -116,8 +122,9 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, tr
 
     ``momentum_sd`` = 1 / sqrt(inv_mass), the sds of the momentum; ``transform`` the
     metric's linear map (``metric.py``; (q, g) are then in its coordinates). Returns (logp,
-    accept_prob, n_leapfrog, tree_depth, diverging, energy, energy_error): ``accept_prob`` is
-    the mean Metropolis acceptance over the trajectory (what dual averaging adapts),
+    accept_prob, accept_sym, n_leapfrog, tree_depth, diverging, energy, energy_error):
+    ``accept_prob`` is the mean Metropolis acceptance over the trajectory, ``accept_sym`` the
+    mean of its symmetric form (what dual averaging adapts: see :func:`build_subtree`),
     ``energy`` the Hamiltonian of the chosen state (for E-BFMI) and ``energy_error`` its
     difference from the start.
     """
@@ -138,6 +145,7 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, tr
     depth = 0
     n_leapfrog = 0
     sum_accept = 0.0
+    sum_sym = 0.0
     diverging = False
     while depth < max_depth:
         if rng.random() > 0.5:  # extend forward in time
@@ -145,13 +153,14 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, tr
         else:
             end_q, end_p, end_g, far_p, eps = BCK_Q, BCK_P, BCK_G, FWD_P, -step
         _copy(vecs[end_p], vecs[P_NEAR])
-        ok, lsw_sub, n, acc, div, prop_lp, prop_h = build_subtree(
+        ok, lsw_sub, n, acc, sym, div, prop_lp, prop_h = build_subtree(
             logp_grad, data, depth, eps, inv_mass, transform, h0, max_energy_error, rng,
             vecs[end_q], vecs[end_p], vecs[end_g], vecs[PAIR_Q + 2 * prop_pair], vecs[PAIR_G + 2 * prop_pair],
             vecs[SUBTREE_SUM], ckpt,
         )
         n_leapfrog += n
         sum_accept += acc
+        sum_sym += sym
         diverging = diverging or div
         if not ok:
             break
@@ -168,7 +177,8 @@ def nuts_transition(logp_grad, data, q, g, logp, step, inv_mass, momentum_sd, tr
     if sample_pair >= 0:
         _copy(vecs[PAIR_Q + 2 * sample_pair], q)
         _copy(vecs[PAIR_G + 2 * sample_pair], g)
-    return sample_lp, sum_accept / max(n_leapfrog, 1), n_leapfrog, depth, diverging, sample_h, sample_h - h0
+    n = max(n_leapfrog, 1)
+    return sample_lp, sum_accept / n, sum_sym / n, n_leapfrog, depth, diverging, sample_h, sample_h - h0
 
 
 @jit(nrt=False)

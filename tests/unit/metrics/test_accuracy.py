@@ -124,12 +124,13 @@ def test_tail_ess_equals_arviz_summary():
 
 
 def test_a_result_without_draws_scores_nan_not_an_error():
-    """A sampler whose gradient budget ran out in warmup returns no draws: every score is NaN."""
+    """A sampler whose gradient budget ran out before its first transition returns no draws:
+    every score is NaN."""
     t = wb.targets.funnel(5)
-    res = wb.methods.NUTS(chains=2, warmup=1000, draws=100).run(t, seed=0, grad_budget=200)
+    res = wb.methods.NUTS(chains=2, warmup=1000, draws=100).run(t, seed=0, grad_budget=4)
     assert res.draws.shape[1] == 0
     row = metrics.evaluate(res, t)
-    assert row["n_draws"] == 0 and row["grad_evals"] >= 200
+    assert row["n_draws"] == 0 and row["grad_evals"] >= 4
     assert all(math.isnan(row[k]) for k in ("mean_err_max", "w1_mean", "sliced_w1", "ess_bulk_min"))
 
 

@@ -22,7 +22,7 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
     """A too-short reference fails posteriordb's ESS >= 400, is re-run with twice the draws, and
     every cell scored against it, and the page, say it is not trustworthy."""
     target = {"factory": "logistic_regression", "n_data": 50}
-    short = {"method": "NUTS", "chains": 2, "warmup": 50, "draws": 40, "progress": False}
+    short = {"method": "NUTS", "chains": 2, "warmup": 50, "draws": 10, "progress": False}
     study = Study(
         name="short_reference", title="Short reference",
         grid=lambda quick: [Cell(target, {"method": "Laplace", "draws": 500}, 0, labels={"method": "Laplace"})],
@@ -30,7 +30,7 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
     run, page = run_and_report(study, quick=False, executor="serial", out=tmp_path, progress=False)
     (info,) = run.references.values()
     assert not info["passes"] and "ESS" in info["why_not"]
-    assert info["runs"] == 3 and info["method"]["draws"] == 4 * short["draws"]  # 40, 80, 160 draws per chain
+    assert info["runs"] == 3 and info["method"]["draws"] == 4 * short["draws"]  # 10, 20, 40 draws per chain
     assert (run.table["truth"] == "reference (long NUTS) FAILS its checks").all()
     assert "has no trustworthy reference" in page.read_text()
     # the quick grid runs it once, says it fails, and keeps it apart from the full grid's

@@ -1,0 +1,38 @@
+"""workbench/methods/hmc.py: how a gradient budget shapes a NUTS run (budget_limits), and the
+defaults NUTS runs at."""
+
+import math
+
+import pytest
+
+import workbench as wb
+from workbench.methods.hmc import WARMUP_SHARE, budget_limits
+
+
+def test_no_budget_no_limits():
+    assert budget_limits(-1, 1000, 10) == {"warmup_grad_cap": -1, "warmup_max_depth": 10, "max_depth": 10}
+
+
+@pytest.mark.parametrize("per_chain, min_draws", [(2_500, 20), (25_000, 200), (250_000, 200)])
+def test_a_budget_leaves_room_for_its_draws(per_chain, min_draws):
+    limits = budget_limits(per_chain, 1000, 10)
+    assert limits["warmup_grad_cap"] == int(WARMUP_SHARE * per_chain)
+    # the deepest sampling tree (2^k - 1 gradients) fits min_draws times into the rest
+    deepest = 2 ** limits["max_depth"] - 1
+    assert deepest * min_draws <= (1 - WARMUP_SHARE) * per_chain
+    assert limits["max_depth"] == 10 or 2 * (deepest + 1) * min_draws > (1 - WARMUP_SHARE) * per_chain
+    assert 2 ** limits["warmup_max_depth"] - 1 <= 0.05 * per_chain
+    assert 1 <= limits["warmup_max_depth"] <= 10
+
+
+def test_tiny_budgets_still_allow_one_leapfrog_step():
+    limits = budget_limits(3, 1000, 10)
+    assert limits["max_depth"] == 1 and limits["warmup_max_depth"] == 1
+
+
+def test_nuts_defaults_are_the_measured_ones():
+    nuts = wb.methods.NUTS()
+    assert (nuts.warmup, nuts.target_accept, nuts.jitter, nuts.max_depth, nuts.adapt_target) == (400, 0.8, 0.1, 10, True)
+    with pytest.raises(ValueError, match=r"jitter must lie in \[0, 1\), got 1.5"):
+        wb.methods.NUTS(jitter=1.5)
+    assert math.isclose(WARMUP_SHARE, 0.4)
