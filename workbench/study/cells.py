@@ -16,12 +16,10 @@ cluster needs no shared file system.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import traceback
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
