@@ -96,7 +96,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     transformed = metric == A.METRIC_LOW_RANK or metric == A.METRIC_DENSE
 
     vecs = np.zeros((N_VECS, d))
-    ckpt = np.zeros((N_CHECKPOINT_ROWS, max(settings.max_depth, 1), d))  # termination.checkpoints
+    # termination.checkpoints: one row per tree level, for the deepest tree any phase may build
+    ckpt = np.zeros((N_CHECKPOINT_ROWS, max(settings.max_depth, settings.warmup_max_depth, 1), d))
     sd = np.empty(d)  # the momentum's sds, 1 / sqrt(inv_mass)
     momentum_sd(inv_mass, sd)
     diag = A.diag_init(d if metric == A.METRIC_DIAG or metric == A.METRIC_DIAG_STAN else 1)

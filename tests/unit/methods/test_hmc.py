@@ -36,3 +36,15 @@ def test_nuts_defaults_are_the_measured_ones():
     with pytest.raises(ValueError, match=r"jitter must lie in \[0, 1\), got 1.5"):
         wb.methods.NUTS(jitter=1.5)
     assert math.isclose(WARMUP_SHARE, 0.4)
+
+
+def test_warmup_trees_deeper_than_sampling_trees_stay_inside_the_checkpoint_buffer():
+    """At 75,000 gradients a chain, warmup trees may reach depth 10 and sampling trees 8: the
+    U-turn checkpoints are sized for the deeper (a smaller buffer was written past its end,
+    which showed as a negative count of NaN densities)."""
+    limits = budget_limits(75_000, 37_500, 10)
+    assert limits["warmup_max_depth"] > limits["max_depth"]
+    t = wb.targets.logistic_regression("breast_cancer")
+    res = wb.methods.NUTS(draws=37_500).run(t, seed=0, grad_budget=300_000)
+    assert res.info["nan_density_evals"] == 0 and res.draws.shape[1] > 200
+    assert res.cost.grad_evals <= 300_000
