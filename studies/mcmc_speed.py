@@ -16,13 +16,22 @@ rotation); the last column is low_rank / diag. ``dense`` runs for d <= 100 only.
 Goals: overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients on the Gaussian; low_rank
 >= 3x diag on corr10, rot50 and the logistic regression, >= 0.9x on gauss100.
 
-    python studies/mcmc_speed.py [--quick] [--seed N]
+``--nutpie``: NUTS at its defaults against nutpie at its own (nutpie 0.16: 400 tuning steps for
+its diagonal metric, 800 for the low-rank one; 4 chains x 1,000 draws both), on the same
+densities (``studies/nutpie_reference.py`` runs nutpie in its own venv), median over 5 seeds
+of the min bulk ESS per 1,000 gradients, warmup included; written to
+``docs/benchmarks/nuts_vs_nutpie.csv``, which the performance study's page shows. Goal: ours
+>= nutpie's on every row.
+
+    python studies/mcmc_speed.py [--quick] [--seed N] [--nutpie]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -73,7 +82,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer draws")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--nutpie", action="store_true", help="NUTS against nutpie, written to docs/benchmarks/")
     args = parser.parse_args(argv)
+    if args.nutpie:
+        return nutpie_table(seeds=range(args.seed, args.seed + 5))
     n = 500 if args.quick else 2000
     targets = [
         wb.targets.gaussian(100, scales="logspace"),
@@ -143,5 +155,58 @@ def metric_table(seeds, quick: bool = False, chains: int = 4):
     return table
 
 
+NUTPIE_ROWS = [  # (target, metric): nutpie's low-rank metric is its low_rank_modified_mass_matrix
+    ("gauss100", "diag"), ("corr10", "diag"), ("logreg26", "diag"), ("breast_cancer", "diag"),
+    ("rot50", "low_rank"), ("corr10", "low_rank"), ("logreg26", "low_rank"),
+]
+NUTPIE_CSV = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "nuts_vs_nutpie.csv"
+
+
+def nutpie_targets() -> dict:
+    return {
+        "gauss100": wb.targets.gaussian(100, scales="logspace"),
+        "corr10": wb.targets.gaussian(10, correlation=0.9),
+        "logreg26": wb.targets.logistic_regression(n_data=1000, dim=26),
+        "breast_cancer": wb.targets.logistic_regression("breast_cancer"),
+        "rot50": wb.targets.rotated_gaussian(50),
+    }
+
+
+def nutpie_table(seeds) -> int:
+    """Ours and nutpie's ESS per 1,000 gradients, each at its defaults, one row per target."""
+    import datetime
+
+    import pandas as pd
+    from nutpie_reference import run_nutpie
+
+    targets, rows = nutpie_targets(), []
+    for name, metric in NUTPIE_ROWS:
+        t = targets[name]
+        ours, ours_acc = [], []
+        for seed in seeds:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = wb.methods.NUTS(metric=metric, progress=False).run(t, seed=seed)
+            ours.append(wb.metrics.evaluate(res, t)["ess_per_1k_grad"])
+            ours_acc.append(float(np.mean(res.stats["accept_prob"])))
+        theirs = run_nutpie(t, seeds, low_rank=metric == "low_rank")
+        row = {"target": name, "d": t.dim, "metric": metric,
+               "ours": float(np.median(ours)), "nutpie": float(np.median([r["ess_per_1k_grad"] for r in theirs])),
+               "ours_accept": float(np.mean(ours_acc)), "nutpie_accept": float(np.mean([r["accept"] for r in theirs])),
+               "nutpie_tune": theirs[0]["tune"]}
+        row["ratio"] = row["ours"] / row["nutpie"]
+        rows.append(row)
+        print(f"{name:<14}{metric:<10}ours {row['ours']:7.1f}  nutpie {row['nutpie']:7.1f}  ratio {row['ratio']:.2f}  "
+              f"acceptance {row['ours_accept']:.3f} / {row['nutpie_accept']:.3f}", flush=True)
+    frame = pd.DataFrame(rows)
+    frame["measured"] = datetime.date.today().isoformat()
+    frame["seeds"] = len(list(seeds))
+    NUTPIE_CSV.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(NUTPIE_CSV, index=False, float_format="%.4g")
+    print(f"-> {NUTPIE_CSV}")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # nutpie_reference.py beside this file
+    raise SystemExit(main())

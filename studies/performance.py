@@ -16,6 +16,8 @@ the wall time is not shared between threads.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for
@@ -85,6 +87,24 @@ def _finding(table: pd.DataFrame) -> str:
 THEORY = {"RWM": -1, "HMC": -0.25, "NUTS": "~ -0.25"}
 
 
+NUTPIE_CSV = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "nuts_vs_nutpie.csv"
+
+
+def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
+    """The recorded benchmark of NUTS against nutpie (``studies/mcmc_speed.py --nutpie``): a
+    sentence saying where we lead and where we trail, and the table; None before it is run."""
+    if not NUTPIE_CSV.exists():
+        return None
+    table = pd.read_csv(NUTPIE_CSV)
+    label = table["target"] + " (" + table["metric"] + ")"
+    lead = ", ".join(f"{n} {r:.2f}x" for n, r in zip(label, table["ratio"]) if r >= 1.0)
+    trail = ", ".join(f"{n} {r:.2f}x" for n, r in zip(label, table["ratio"]) if r < 1.0)
+    sentence = (f"Against nutpie at its defaults (benchmark of {table['measured'].iloc[0]}, median of "
+                f"{table['seeds'].iloc[0]} seeds, ESS per gradient ours / nutpie's): ahead or level on {lead or 'none'}"
+                + (f"; behind on {trail}" if trail else "") + ".")
+    return sentence, table
+
+
 def report(run, folder) -> Page:
     sweep = run.table[run.table["dim"].notna()] if "dim" in run.table else run.table.iloc[:0]
     table = run.table[run.table["dim"].isna()] if "dim" in run.table else run.table
@@ -109,10 +129,18 @@ def report(run, folder) -> Page:
                [["grad_evals", "ess_bulk_min", "ess_per_second", "ess_per_1k_grad", "overhead", "r_hat_max"]]
                .median().reset_index())
     tables = [("Median over seeds", summary), ("Every cell", table[cols])]
+    finding = _finding(table)
+    nutpie = nutpie_comparison()
+    if nutpie is not None:
+        sentence, frame = nutpie
+        finding += " " + sentence
+        tables.insert(1, ("NUTS against nutpie, each at its own defaults (4 chains x 1,000 draws; nutpie's "
+                          "tuning steps in nutpie_tune; recorded by studies/mcmc_speed.py --nutpie, nutpie run "
+                          "in its own venv on the same densities)", frame))
     if len(sweep):
         tables.insert(1, ("Dimension sweep (median over seeds)", sweep.groupby(["method", "dim"], sort=False)
                           [["grad_evals", "ess_bulk_min", "ess_per_1k_grad", "overhead"]].median().reset_index()))
-    return Page(finding=_finding(table), figures=figures, tables=tables)
+    return Page(finding=finding, figures=figures, tables=tables)
 
 
 STUDY = Study(

@@ -155,8 +155,8 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     # are not differences: those methods are tied with the pick
     tied = [m for m in pick.index[1:] if pick.loc[m, "error"] - row["error"] <= floor] if floor > 0 else []
     if tied:
-        parts.append(f". {', '.join(tied)} {'is' if len(tied) == 1 else 'are'} tied with it: the differences are "
-                     f"within the Monte Carlo floor ({floor:.3g})")
+        parts.append(f" {', '.join(tied)} {'is' if len(tied) == 1 else 'are'} tied with it: the differences are "
+                     f"within the Monte Carlo floor ({floor:.3g}).")
     better_unhealthy = by_method[(by_method["error"] < row["error"] - floor) & ~by_method["healthy"]]
     if len(better_unhealthy):
         most = better_unhealthy.index[0]

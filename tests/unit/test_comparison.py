@@ -18,7 +18,7 @@ from workbench.errors import TargetError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "user_target.py"
-PANEL = {"Laplace", "RWM", "HMC", "NUTS", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "Pathfinder", "SMC"}
+PANEL = {"Laplace", "RWM", "HMC", "NUTS", "MAMS", "MCLMC", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "Pathfinder", "SMC"}
 
 
 def _images(page: Path) -> list[Path]:

@@ -15,6 +15,7 @@ from .hmc import HMC, NUTS
 from .importance import ImportanceSampling, RejectionSampling
 from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
+from .microcanonical import MAMS, MCLMC
 from .nn4post import MeanFieldVI, NN4Post
 from .vi_health import VIDivergenceError
 from .pathfinder import Pathfinder, PathfinderError
@@ -23,7 +24,7 @@ from .smc import SMC, SMCError
 
 # the built-in methods, by the name a spec's "method" gives
 METHODS: dict[str, type] = {cls.__name__: cls for cls in (
-    Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, ImportanceSampling, RejectionSampling, SMC,
+    Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, MAMS, MCLMC, ImportanceSampling, RejectionSampling, SMC,
     Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI,
 )}
 
@@ -68,6 +69,8 @@ __all__ = [
     "IndependenceMH",
     "Laplace",
     "LaplaceError",
+    "MAMS",
+    "MCLMC",
     "MeanFieldVI",
     "NN4Post",
     "Method",

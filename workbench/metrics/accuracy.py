@@ -19,6 +19,8 @@ ess_tail_min           min tail ESS, ArviZ's convention (NaN for weighted draws)
 r_hat_max              max rank-normalised split R-hat (NaN for weighted draws or one chain)
 ess_per_second         ess_bulk_min / wall_seconds
 ess_per_1k_grad        1000 x ess_bulk_min / grad_evals (NaN when no gradients were used)
+b2_max / b2_avg        squared error of the running second moments in units of their
+                       variance, worst and mean over coordinates, median over chains (``b2.py``)
 =====================  ================================================================
 
 Mean, sd and the marginal metrics need ``target.truth`` (or ``reference`` draws): NaN
@@ -43,6 +45,7 @@ import numpy as np
 
 from ..result import Result
 from ..target import Target
+from .b2 import final_b2, second_moments
 from .distances import sliced_wasserstein, wasserstein_per_marginal
 from .mcmc import ess_and_rhat
 
@@ -70,6 +73,8 @@ METRIC_KEYS = (
     "r_hat_max",
     "ess_per_second",
     "ess_per_1k_grad",
+    "b2_max",
+    "b2_avg",
 )
 
 _REFERENCE_FLOATS = 25_000_000  # cap on reference draws x dim (200 MB)
@@ -191,6 +196,9 @@ def evaluate(
             sd_err_max=float(sd_err.max()),
             sd_err_mean=float(sd_err.mean()),
         )
+        if w is None:  # equally weighted draws, per chain
+            ex2, var_x2 = second_moments(true_mean, true_sd, reference)
+            row["b2_max"], row["b2_avg"] = final_b2(result.draws, ex2, var_x2)
         if reference is not None:
             w1 = wasserstein_per_marginal(x, reference, w) / true_sd
             row.update(w1_max=float(w1.max()), w1_mean=float(w1.mean()))

@@ -16,12 +16,14 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
+from .b2 import b2_crossing
 from .marginals import marginal_accuracy, marginal_transfer
 from .mcmc import chain_scaling
 from .predictive import theorem1_quantities
 from .vi import posterior_sd_ratios, vi_ablation, vi_quality
 
 STUDY_METRICS: dict[str, Callable] = {
+    "b2_crossing": b2_crossing,
     "marginal_accuracy": marginal_accuracy,
     "marginal_transfer": marginal_transfer,
     "chain_scaling": chain_scaling,

@@ -32,8 +32,10 @@ def _save(fig, folder: Path, file: str) -> str:
     return file
 
 
-def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None) -> str:
-    """Median over seeds of ``metric`` against gradient evaluations spent, one panel per target."""
+def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: str | None = None,
+                  threshold: float | None = None) -> str:
+    """Median over seeds of ``metric`` against gradient evaluations spent, one panel per target
+    (with a dotted line at ``threshold``, when given)."""
     ok = table[(table["status"] == "ok") & np.isfinite(table[metric].astype(float))]
     targets = list(dict.fromkeys(table["target"]))
     styles = method_styles(table["method"])
@@ -52,6 +54,8 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
                 st = styles[method]  # own marker and slight transparency: lines that coincide stay visible
                 ax.plot(m["x"], m["y"], marker=st.marker, ls=st.linestyle, color=st.colour, label=method, ms=5,
                         alpha=0.85, mfc="none" if st.linestyle == "--" else st.colour)
+        if threshold is not None:
+            ax.axhline(threshold, color="black", ls=":", lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(target, fontsize=9)

@@ -20,7 +20,13 @@ def method_panel(budget: int, chains: int = CHAINS) -> list[tuple[str, dict, int
     return [
         ("RWM", {"method": "RandomWalkMH", "chains": chains, "warmup": per_chain // 4, "draws": per_chain, **quiet}, budget),
         ("HMC", {"method": "HMC", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
-        ("NUTS", {"method": "NUTS", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        # NUTS at its defaults: its warmup and trees adapt to the budget (methods/hmc.py)
+        ("NUTS", {"method": "NUTS", "chains": chains, "draws": per_chain, **quiet}, budget),
+        # the microcanonical samplers at their defaults, with room for the draws the budget buys
+        # (MCLMC keeps every thin-th step: at most about 10,000 rows a chain)
+        ("MAMS", {"method": "MAMS", "chains": chains, "draws": int(np.clip(per_chain // 2, 200, 50_000)), **quiet}, budget),
+        ("MCLMC", {"method": "MCLMC", "chains": chains, "thin": max(1, per_chain // 20_000),
+                   "draws": max(200, per_chain // (2 * max(1, per_chain // 20_000))), **quiet}, budget),
         ("IS", {"method": "ImportanceSampling", "n": budget}, budget),
         # the VI methods at their defaults: the budget decides the steps; 4,000 draws, as Exact's
         ("MeanFieldVI", {"method": "MeanFieldVI", **quiet}, budget),

@@ -18,6 +18,8 @@ METHODS = {  # name -> (method, a budget that binds)
     "IndependenceMH": (lambda: wb.methods.IndependenceMH(proposal=PROPOSAL, chains=2, warmup=500, draws=2000), 2000),
     "HMC": (lambda: wb.methods.HMC(chains=2, warmup=200, draws=1000, **QUIET), 3000),
     "NUTS": (lambda: wb.methods.NUTS(chains=2, warmup=200, draws=1000, **QUIET), 3000),
+    "MAMS": (lambda: wb.methods.MAMS(chains=2, warmup=200, draws=1000, **QUIET), 3000),
+    "MCLMC": (lambda: wb.methods.MCLMC(chains=2, warmup=300, draws=2000, **QUIET), 3000),
     "ImportanceSampling": (lambda: wb.methods.ImportanceSampling(proposal=PROPOSAL, n=5000, **QUIET), 2000),
     "RejectionSampling": (lambda: wb.methods.RejectionSampling(proposal=PROPOSAL, n=3000), 2000),
     "Laplace": (lambda: wb.methods.Laplace(), None),

@@ -20,6 +20,8 @@ LONG = {  # each runs for minutes on the slow density unless stopped
     "IndependenceMH": lambda: wb.methods.IndependenceMH(proposal=PROPOSAL, warmup=10, draws=10**6),
     "HMC": lambda: wb.methods.HMC(warmup=10, draws=10**6, **QUIET),
     "NUTS": lambda: wb.methods.NUTS(warmup=10, draws=10**6, **QUIET),
+    "MAMS": lambda: wb.methods.MAMS(warmup=10, draws=10**6, **QUIET),
+    "MCLMC": lambda: wb.methods.MCLMC(warmup=30, draws=10**6, **QUIET),
     "ImportanceSampling": lambda: wb.methods.ImportanceSampling(proposal=PROPOSAL, n=10**6, **QUIET),
     "RejectionSampling": lambda: wb.methods.RejectionSampling(proposal=PROPOSAL, n=10**6, log_m=3.0),
     "MeanFieldVI": lambda: wb.methods.MeanFieldVI(steps=10**6, init="box", **QUIET),

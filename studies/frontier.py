@@ -1,0 +1,136 @@
+"""Frontier: gradients to accuracy for the samplers a researcher would pick today, by b^2.
+
+NUTS (diag and low-rank), MAMS, MCLMC, HMC and the Gaussian VI methods at a grid of gradient
+budgets on an ill-conditioned 100-d Gaussian (sds 0.1 to 10), a rotated Gaussian, the banana,
+the funnel, a logistic regression and a latent-variable model (a Brownian motion with missing
+data). Accuracy is b^2, the squared error of the running second moments in units of their
+variance (``workbench/metrics/b2.py``), its worst coordinate (b2_max) and mean (b2_avg),
+median over chains: b^2 = 0.01 is about 100 effective draws. Every method's tuning is in its
+budget. From each method's largest-budget run, the gradients after which b^2 stays below
+0.01 (tuning included, and apart, as the MAMS paper counts). The paper's factors (gradients to
+b2_max < 0.01, MAMS against NUTS; Robnik, Cohn-Gordon and Seljak 2025, Table 1) are shown
+beside ours.
+
+    python studies/frontier.py [--quick] [--executor local|serial|dask]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from workbench.study import Cell, Figure, Page, Study, main_for
+from workbench.study import figures as F
+
+TARGETS = [
+    ("gaussian d=100", {"factory": "gaussian", "dim": 100, "scales": "logspace"}),
+    ("logistic regression", {"factory": "logistic_regression", "dataset": "breast_cancer"}),
+    ("banana d=2", {"factory": "banana", "dim": 2}),
+]
+FULL_ONLY_TARGETS = [
+    ("rotated gaussian d=50", {"factory": "rotated_gaussian", "dim": 50}),
+    ("funnel d=10", {"factory": "funnel", "dim": 10}),
+    ("brownian motion", {"factory": "posterior", "name": "brownian_motion", "backend": "numba"}),
+]
+CHAINS = 4
+# the MAMS paper's Table 1: gradients to b2_max < 0.01, (MAMS, NUTS)
+PAPER = {"gaussian d=100": (3_250, 19_653), "banana d=2": (14_079, 95_520), "brownian motion": (13_528, 29_817)}
+
+
+def _sampler(name: str, budget: int) -> dict:
+    """A sampler's spec with room for the draws its budget buys (the budget ends the run)."""
+    quiet = {"progress": False, "chains": CHAINS}
+    per_chain = budget // CHAINS
+    if name == "MCLMC":  # two gradients a step (minimal norm); every 4th step kept
+        return {"method": "MCLMC", **quiet, "draws": max(200, per_chain // 8), "thin": 4}
+    draws = int(np.clip(per_chain // 2, 200, 50_000))
+    if name == "NUTS (low_rank)":
+        return {"method": "NUTS", "metric": "low_rank", **quiet, "draws": draws}
+    return {"method": name, **quiet, "draws": draws}
+
+
+SAMPLERS = ("NUTS", "NUTS (low_rank)", "MAMS", "MCLMC", "HMC")
+VI = ("MeanFieldVI", "FullRankVI", "DADVI")
+
+
+def grid(quick: bool) -> list[Cell]:
+    budgets = (20_000, 100_000) if quick else (10_000, 30_000, 100_000, 300_000, 1_000_000)
+    seeds = (0,) if quick else (0, 1)
+    targets = TARGETS if quick else TARGETS + FULL_ONLY_TARGETS
+    cells = []
+    for label, spec in targets:
+        for seed in seeds:
+            for budget in budgets:
+                for name in SAMPLERS:
+                    cells.append(Cell(spec, _sampler(name, budget), seed, budget, extra="b2_crossing",
+                                      labels={"target": label, "method": name}))
+                for name in VI:
+                    method = {"method": name, **({"progress": False} if name != "DADVI" else {})}
+                    cells.append(Cell(spec, method, seed, budget, extra="b2_crossing",
+                                      labels={"target": label, "method": name}))
+    return cells
+
+
+def crossings(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target and method, from the largest budget's runs (median over seeds): gradients to
+    b2_max and b2_avg < 0.01, tuning included and apart."""
+    ok = table[table["status"] == "ok"]
+    rows = []
+    for (target, method), g in ok.groupby(["target", "method"], sort=False):
+        top = g[g["grad_budget"] == g["grad_budget"].max()]
+        rows.append({"target": target, "method": method, "budget": int(top["grad_budget"].iloc[0]),
+                     **{c: float(top[c].median()) for c in ("grads_to_b2_max", "sampling_grads_to_b2_max",
+                                                            "grads_to_b2_avg", "sampling_grads_to_b2_avg")}})
+    return pd.DataFrame(rows)
+
+
+def _ratio(frame: pd.DataFrame, target: str, a: str, b: str, column: str) -> float:
+    sub = frame[frame["target"] == target].set_index("method")[column]
+    return float(sub.get(a, math.nan) / sub.get(b, math.nan))
+
+
+def _finding(frame: pd.DataFrame) -> str:
+    parts = []
+    for target in dict.fromkeys(frame["target"]):
+        r = _ratio(frame, target, "MAMS", "NUTS", "grads_to_b2_max")
+        m = _ratio(frame, target, "MCLMC", "NUTS", "grads_to_b2_max")
+        paper = PAPER.get(target)
+        text = f"{target}: MAMS / NUTS {r:.2f}, MCLMC / NUTS {m:.2f}"
+        if paper:
+            text += f" (paper: MAMS / NUTS {paper[0] / paper[1]:.2f})"
+        parts.append(text)
+    return ("Gradients to b2_max < 0.01, tuning included (NaN: not reached within the largest budget): "
+            + "; ".join(parts) + ".")
+
+
+def report(run, folder) -> Page:
+    table = run.table
+    frame = crossings(table)
+    figures = [
+        Figure(F.error_vs_cost(table, "b2_max", folder, "b2_max_vs_cost.png", "b2_max (median over chains)", 0.01),
+               "Worst-coordinate b^2 of the running second moments against gradients spent (tuning included), "
+               "median over seeds; the dotted line is 0.01, about 100 effective draws."),
+        Figure(F.error_vs_cost(table, "b2_avg", folder, "b2_avg_vs_cost.png", "b2_avg (median over chains)", 0.01),
+               "The same for b^2 averaged over coordinates."),
+    ]
+    paper = pd.DataFrame([{"target": t, "MAMS (paper)": a, "NUTS (paper)": b, "MAMS / NUTS (paper)": a / b}
+                          for t, (a, b) in PAPER.items()])
+    tables = [("Gradients to b^2 < 0.01 (from the largest budget's runs; sampling_ columns leave tuning out)", frame),
+              ("The MAMS paper's gradients to b2_max < 0.01 (its Table 1)", paper)]
+    return Page(finding=_finding(frame), figures=figures, tables=tables)
+
+
+STUDY = Study(
+    name="frontier",
+    title="Frontier: gradients to accuracy (b^2) for NUTS, MAMS, MCLMC, HMC and Gaussian VI",
+    grid=grid,
+    report=report,
+    description=__doc__.split("\n\n")[1].replace("\n", " "),
+)
+
+main = main_for(STUDY)
+
+if __name__ == "__main__":
+    raise SystemExit(main())

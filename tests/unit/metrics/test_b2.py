@@ -1,0 +1,47 @@
+"""workbench/metrics/b2.py: b^2 of the running second moments, and the gradients to cross 0.01."""
+
+import math
+
+import numpy as np
+
+import workbench as wb
+from workbench.metrics.b2 import b2_curves, final_b2, gradients_to_cross, second_moments
+
+
+def test_b2_of_iid_draws_is_about_one_over_n():
+    """For n independent draws, E[b^2_i] = 1 / n exactly (the running mean of x^2 has variance
+    Var[x^2] / n)."""
+    rng = np.random.default_rng(0)
+    ex2, var_x2 = second_moments(np.zeros(200), np.ones(200))
+    draws = rng.standard_normal((4, 1000, 200))
+    b2_max, b2_avg = final_b2(draws, ex2, var_x2)
+    assert abs(b2_avg - 1e-3) < 3e-4  # mean of 200 coordinates: relative error sqrt(2/200)
+    assert b2_max > 3 * b2_avg  # the worst of 200 chi-square(1)/n values
+    counts, worst, average = b2_curves(draws, ex2, var_x2)
+    assert counts[-1] == 1000 and np.allclose(average[:, -1], ((draws ** 2).mean(1) - 1) ** 2 / 2 @ np.ones(200) / 200)
+
+
+def test_second_moments_of_a_gaussian_and_from_draws_agree():
+    rng = np.random.default_rng(1)
+    mean, sd = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+    ex2, var_x2 = second_moments(mean, sd)
+    ex2_d, var_d = second_moments(mean, sd, rng.normal(mean, sd, (200_000, 2)))
+    np.testing.assert_allclose(ex2, mean ** 2 + sd ** 2)
+    np.testing.assert_allclose(var_d, var_x2, rtol=0.03)
+
+
+def test_gradients_to_cross_is_where_the_curve_stays_below():
+    counts = np.array([1, 10, 100, 1000])
+    curve = np.array([[1.0, 0.001, 0.02, 0.005], [1.0, 0.5, 0.005, 0.001]])
+    total, sampling = gradients_to_cross(counts, curve, 1000, grads=11_000, warmup_grads=1_000)
+    assert sampling == 10_000 * np.median([1.0, 0.1]) and total == 1_000 + sampling
+    never = np.array([[1.0, 0.5, 0.2, 0.1]] * 2)
+    assert all(math.isnan(v) for v in gradients_to_cross(counts, never, 1000, 11_000, 1_000))
+
+
+def test_evaluate_reports_b2_for_equal_weight_draws_only():
+    t = wb.targets.gaussian(5)
+    row = wb.metrics.evaluate(wb.methods.Exact(draws=2000).run(t, seed=0), t)
+    assert 0 < row["b2_avg"] < 0.01 and row["b2_max"] >= row["b2_avg"]
+    row = wb.metrics.evaluate(wb.methods.ImportanceSampling(n=2000).run(t, seed=0), t)
+    assert math.isnan(row["b2_max"])
