@@ -58,7 +58,8 @@ def test_every_setting_of_every_method_refuses_a_value_of_the_wrong_type(cls, se
 
 
 # settings where a non-finite or negative number has a meaning
-ALLOWED = {("HMC", "max_energy_error", INF), ("NUTS", "max_energy_error", INF), ("RejectionSampling", "log_m", -1.0)}
+ALLOWED = {("HMC", "max_energy_error", INF), ("NUTS", "max_energy_error", INF), ("RejectionSampling", "log_m", -1.0),
+           ("BatchAndMatch", "learning_rate", INF)}  # the score-matching limit
 
 
 def _numeric_settings():

@@ -18,7 +18,7 @@ from workbench.errors import TargetError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "user_target.py"
-PANEL = {"Laplace", "RWM", "HMC", "NUTS", "MAMS", "MCLMC", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "Pathfinder", "SMC"}
+PANEL = {"Laplace", "RWM", "HMC", "NUTS", "MAMS", "MCLMC", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "BatchAndMatch", "Pathfinder", "SMC"}
 
 
 def _images(page: Path) -> list[Path]:
@@ -51,7 +51,7 @@ def test_the_cli_compares_a_built_in_target_with_exact_truth(tmp_path, capsys):
                      "--out", str(tmp_path), "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "banana: 12 runs" in out and "For this posterior at 2,000 gradient evaluations" in out
+    assert "banana: 15 runs" in out and "For this posterior at 2,000 gradient evaluations" in out
     assert "Monte Carlo floor" in out  # the exact target's Exact row
     assert (tmp_path / "quick" / "compare_banana" / "index.html").exists() is False
     assert (tmp_path / "full" / "compare_banana" / "index.html").is_file()

@@ -8,6 +8,7 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 """
 
 from .base import Method
+from .batch_and_match import BatchAndMatch
 from .dadvi import DADVI
 from .exact import Exact
 from .full_rank_vi import FullRankVI
@@ -25,7 +26,7 @@ from .smc import SMC, SMCError
 # the built-in methods, by the name a spec's "method" gives
 METHODS: dict[str, type] = {cls.__name__: cls for cls in (
     Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, MAMS, MCLMC, ImportanceSampling, RejectionSampling, SMC,
-    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI,
+    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI, BatchAndMatch,
 )}
 
 
@@ -59,6 +60,7 @@ def build_method(spec: dict) -> Method:
 
 __all__ = [
     "available",
+    "BatchAndMatch",
     "build_method",
     "DADVI",
     "method_class",

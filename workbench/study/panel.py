@@ -34,6 +34,8 @@ def method_panel(budget: int, chains: int = CHAINS) -> list[tuple[str, dict, int
         ("FullRankVI", {"method": "FullRankVI", **quiet}, budget),
         # deterministic ADVI: converges on its fixed draws, usually far below the budget
         ("DADVI", {"method": "DADVI"}, budget),
+        # full-rank Gaussian VI by score matching in closed form: its steps are what the budget pays for
+        ("BatchAndMatch", {"method": "BatchAndMatch", **quiet}, budget),
         # multi-path Pathfinder as Stan runs it (4 paths), with as many pooled draws as a tenth
         # of the budget pays for (their densities are part of its cost); it stops when L-BFGS
         # converges, usually far below the budget

@@ -27,6 +27,7 @@ METHODS = {  # name -> (method, a budget that binds)
     "NN4Post": (lambda: wb.methods.NN4Post(n_components=2, steps=2000, draws=300, **QUIET), 3000),
     "FullRankVI": (lambda: wb.methods.FullRankVI(steps=2000, draws=300, **QUIET), 3000),
     "DADVI": (lambda: wb.methods.DADVI(draws=300), 600),
+    "BatchAndMatch": (lambda: wb.methods.BatchAndMatch(draws=300, **QUIET), 600),
     "Pathfinder": (lambda: wb.methods.Pathfinder(paths=2, draws=200, **QUIET), 1000),
     "SMC": (lambda: wb.methods.SMC(particles=100, **QUIET), 200_000),
 }

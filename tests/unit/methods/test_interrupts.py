@@ -29,6 +29,7 @@ LONG = {  # each runs for minutes on the slow density unless stopped
     "FullRankVI": lambda: wb.methods.FullRankVI(steps=10**6, init="point", **QUIET),
     "SMC": lambda: wb.methods.SMC(particles=20_000, **QUIET),
     "DADVI": lambda: wb.methods.DADVI(n_draws=20_000),
+    "BatchAndMatch": lambda: wb.methods.BatchAndMatch(steps=10**6, batch_size=100, **QUIET),
 }
 # quick whatever happens (Exact draws from the truth, Laplace and Pathfinder end in well under
 # a second here); Ctrl-C there is the caller's
