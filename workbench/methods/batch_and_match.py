@@ -35,7 +35,7 @@ from ..result import Budget, Result
 from ..smc.mutation import evaluate as evaluate_kernel
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .vi_health import khat_reserve, pareto_check, without_reserve
+from .vi_health import PSISResampled, khat_reserve, pareto_check, without_reserve
 
 DEFAULT_STEPS = 200
 
@@ -70,7 +70,7 @@ def bam_update(z: np.ndarray, g: np.ndarray, mu: np.ndarray, cov: np.ndarray, la
 
 
 @dataclass(frozen=True)
-class BatchAndMatch(Method):
+class BatchAndMatch(PSISResampled, Method):
     """Full-rank Gaussian VI by batch-and-match (module docstring). ``batch_size`` draws per
     step; ``steps`` (default 200, or what the budget pays for); ``learning_rate`` lambda_0 of
     lambda_t = lambda_0 / (t + 1) (default B d, the paper's); ``math.inf`` gives Gaussian score
@@ -83,6 +83,7 @@ class BatchAndMatch(Method):
     init_scale: float = 1.0
     chains: int = 1
     draws: int = 4000
+    psis: bool = False
     progress: bool | None = None
 
     def __post_init__(self):

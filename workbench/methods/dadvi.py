@@ -16,7 +16,7 @@ from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .vi_health import khat_reserve, pareto_check, without_reserve
+from .vi_health import PSISResampled, khat_reserve, pareto_check, without_reserve
 from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per
@@ -25,7 +25,7 @@ HESSIAN_MAX_PARAMS = 400
 
 
 @dataclass(frozen=True)
-class DADVI(Method):
+class DADVI(PSISResampled, Method):
     """Gaussian VI on a fixed set of base draws, optimised to convergence.
 
     Draw eta_1..N ~ N(0, I) once; the ELBO averaged over them is a deterministic function of
@@ -70,6 +70,7 @@ class DADVI(Method):
     gtol: float = 1e-5
     max_iter: int = 200
     draws: int = 4000
+    psis: bool = False
     chains: int = 1
 
     def __post_init__(self):

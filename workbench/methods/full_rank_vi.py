@@ -19,6 +19,7 @@ from ..vi import full_rank as FR
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .vi_health import (
     DEFAULT_STEPS,
+    PSISResampled,
     VIDivergenceError,
     fit_messages,
     funnel_message,
@@ -32,7 +33,7 @@ INITS = ("laplace", "mode", "point")
 
 
 @dataclass(frozen=True)
-class FullRankVI(Method):
+class FullRankVI(PSISResampled, Method):
     """Full-rank Gaussian VI: q = N(mu, L L^T), L lower triangular with a positive diagonal.
 
     Parameters
@@ -77,6 +78,7 @@ class FullRankVI(Method):
     converge_patience: int = 5
     converge_tol: float = 1e-4
     draws: int = 4000
+    psis: bool = False
     chains: int = 1
     progress: bool | None = None
 

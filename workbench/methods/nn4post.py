@@ -23,6 +23,7 @@ from .base import Method, RunClock, chain_rngs, check_positive_int, density_rais
 from .component_adaptation import ComponentAdapter, softplus_inv, components_from_modes
 from .vi_health import (
     DEFAULT_STEPS,
+    PSISResampled,
     KHAT_DRAWS,
     VIDivergenceError,
     fit_messages,
@@ -37,7 +38,7 @@ INITS = ("modes", "box")
 MAX_SEARCH_STARTS = 2000
 
 @dataclass(frozen=True)
-class NN4Post(Method):
+class NN4Post(PSISResampled, Method):
     """Gaussian-mixture VI (nn4post): q = sum_i c_i(a) prod N(mu_i, softplus(zeta_i)).
 
     Parameters (paper sections in brackets)
@@ -136,6 +137,7 @@ class NN4Post(Method):
     converge_tol: float = 1e-4
     restarts: int = 1
     draws: int = 4000
+    psis: bool = False
     chains: int = 1
     progress: bool | None = None
 

@@ -1,7 +1,8 @@
 """What every VI method says about its fit: how it stopped (the ELBO's slope when a budget or
 step count ended it first), the steps it rejected, and the Pareto k-hat of q against the
 target (Yao, Vehtari, Simpson and Gelman 2018), with the draws that check costs kept back from
-the budget. Shared by NN4Post/MeanFieldVI, FullRankVI and DADVI.
+the budget, and ``psis=True``'s importance-resampled draws. Shared by NN4Post/MeanFieldVI,
+FullRankVI, DADVI and BatchAndMatch.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from ..vi import fit as F
 from .importance import compute_log_ratios, pareto_khat
 
 PARETO_K_GOOD = 0.7
+PARETO_K_OK = 0.5  # Yao et al. (2018, sec. 3): below, q is good; 0.5-0.7, usable with importance weights
+PSIS_MIN_DRAWS = 100
 DEFAULT_STEPS = 5000
 
 
@@ -128,7 +131,46 @@ def pareto_check(target: Target, approx, draws: np.ndarray, n: int = KHAT_DRAWS)
             "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
             "importance-correct it or trust it less"
         ], len(draws)
+    if khat > PARETO_K_OK:
+        return khat, [
+            f"Pareto k-hat of q against the target is {khat:.2f}, between {PARETO_K_OK} and {PARETO_K_GOOD}: q is "
+            "usable with importance weights (psis=True), its own moments less so"
+        ], len(draws)
     return khat, [], len(draws)
+
+
+def apply_psis(target: Target, result: Result, seed: int, budget: Budget) -> None:
+    """``psis=True`` of the VI methods: replace ``result.draws`` (draws of q) by the same number
+    of draws importance-resampled with Pareto-smoothed weights p / q (Yao et al. 2018, sec. 4;
+    ArviZ's PSIS), so a user sees how much weighting rescues the fit. Costs one density
+    evaluation per draw, counted, and within the budget: fewer draws are weighted when the
+    budget has not that many left (none below ``PSIS_MIN_DRAWS``, with a message)."""
+    from .importance import resample
+    from ..diagnostics import kish_ess
+
+    x = result.flat_draws()
+    n = len(x)
+    if budget.grad_evals is not None:
+        n = min(n, max(budget.grad_evals - result.cost.grad_evals, 0))
+    if n < PSIS_MIN_DRAWS:
+        result.messages.append(f"psis: not applied, the budget leaves {n} evaluations (fewer than {PSIS_MIN_DRAWS})")
+        return
+    x = x[:n]
+    log_r = compute_log_ratios(target, result.approximation, x)
+    smoothed, khat = pareto_khat(log_r)
+    chains = result.draws.shape[0]
+    per_chain = n // chains
+    idx = resample(smoothed, per_chain * chains, np.random.default_rng([seed, 0x9515]))
+    result.draws = np.ascontiguousarray(x[idx].reshape(chains, per_chain, x.shape[1]))
+    result.cost = dataclasses.replace(result.cost, grad_evals=result.cost.grad_evals + n,
+                                      logp_evals=result.cost.logp_evals + n)
+    finite = np.isfinite(smoothed)
+    ess = kish_ess(np.exp(smoothed[finite] - smoothed[finite].max())) if finite.any() else 0.0
+    result.info["psis"] = {"khat": float(khat), "ess": float(ess), "evaluations": int(n)}
+    rescued = "the weights cannot rescue q: read its draws with care" if khat > PARETO_K_GOOD else \
+        "the weighted draws correct q"
+    result.messages.append(f"psis: the draws are {per_chain * chains} draws of q resampled by Pareto-smoothed "
+                           f"weights p / q (k-hat {khat:.2f}, ESS {ess:.0f} of {n}); {rescued}")
 
 
 def funnel_message(khat: float) -> list[str]:
@@ -141,3 +183,16 @@ def funnel_message(khat: float) -> list[str]:
         "(log p grows without bound as a group scale goes to 0), which this family cannot fit, so the fit "
         "has failed here; a non-centred parametrisation is the cure, or NUTS with a high target_accept"
     ]
+
+
+class PSISResampled:
+    """Mixin of the VI methods with a ``psis`` setting: after the fit, :func:`apply_psis`."""
+
+    def run(self, target, seed=None, grad_budget=None, *, budget=None):
+        result = super().run(target, seed, grad_budget, budget=budget)
+        if getattr(self, "psis", False) and not result.interrupted and result.approximation is not None:
+            full = budget if budget is not None else Budget(grad_evals=grad_budget)
+            if grad_budget is not None and budget is not None:
+                full = dataclasses.replace(budget, grad_evals=grad_budget)
+            apply_psis(target, result, result.seed, full)
+        return result
