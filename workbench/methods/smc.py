@@ -229,7 +229,7 @@ class SMC(Method):
                 for _move in range(self.mcmc_steps):  # one move at a time: the step adapts after each
                     proposals = counts[M.C_PROPOSALS]
                     accept_sum = mutate(target.kernel_logp_grad, target.kernel_data, x, grads, lp, lp0, log_w, rng, beta,
-                                        ref.mean, ref.precision, ref.log_norm, inv_mass,
+                                        ref.mean, ref.precision, ref.log_norm, inv_mass, DIAGONAL_METRIC,
                                         settings._replace(step=step), control, counts)
                     made = counts[M.C_PROPOSALS] - proposals
                     if not made:
@@ -312,6 +312,14 @@ class SMC(Method):
                   "stages": [len(o["stages"]["beta"]) for o in outputs]},
             interrupted=bool(interrupted or any(o["interrupted"] for o in outputs)),
         )
+
+
+# the mutation kernel can precondition by a dense Cholesky factor of the particles' covariance
+# (smc/mutation.py); the method passes this (1, 1) stand-in, the diagonal: measured on a
+# 0.8-correlated 50-d Gaussian over 10 seeds, the dense metric's final particles matched the
+# posterior better (max mean error 0.03 sd against 0.14) but its log Z was far off (mean
+# error -3.4 against -0.18), for a reason not yet found
+DIAGONAL_METRIC = np.zeros((1, 1))
 
 
 def _particle_variances(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray) -> np.ndarray:

@@ -63,6 +63,27 @@ def tempered(beta, lp, lp0):
 
 
 @jit(nrt=False)
+def _lower_times(chol, v, out):
+    """out = L v for lower-triangular L."""
+    for j in range(v.size):
+        s = 0.0
+        for k in range(j + 1):
+            s += chol[j, k] * v[k]
+        out[j] = s
+
+
+@jit(nrt=False)
+def _lower_transpose_times(chol, v, out):
+    """out = L^T v for lower-triangular L."""
+    n = v.size
+    for k in range(n):
+        s = 0.0
+        for j in range(k, n):
+            s += chol[j, k] * v[j]
+        out[k] = s
+
+
+@jit(nrt=False)
 def tempered_logp_grad(logp_grad, data, q, g_target, g, beta, ref_mean, ref_precision, ref_log_norm):
     """(log p(q), log p0(q)); the target's gradient into ``g_target`` and the tempered one into ``g``."""
     lp = logp_grad(q, g_target, data)
@@ -73,8 +94,14 @@ def tempered_logp_grad(logp_grad, data, q, g_target, g, beta, ref_mean, ref_prec
 
 
 def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_precision, ref_log_norm,
-            inv_mass, settings, control, counts):
+            inv_mass, chol, settings, control, counts):
     """Move every live particle (finite log weight) ``mcmc_steps`` times at temperature ``beta``.
+
+    The moves are preconditioned by the particles' covariance: ``chol`` its lower Cholesky
+    factor L (d, d), or, when it is not (d, d), the diagonal ``inv_mass`` (the particles'
+    variances). HMC then has the mass matrix Sigma^-1 and runs in whitened momentum
+    v = L^T p ~ N(0, I): v += eps/2 L^T grad, q += eps L v (the same leapfrog, O(d^2) a step);
+    the random walk proposes q + eps L z.
 
     ``x`` (n, d), ``grads`` (n, d) = grad log p, ``lp`` and ``lp0`` (n,) are updated in place
     for the accepted moves. Returns the sum of the moves' acceptance probabilities
@@ -93,6 +120,8 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
     g_target = np.empty(d)
     sd = np.empty(d)  # the momentum's sds 1 / sqrt(inv_mass); the random walk's are their inverses
     momentum_sd(inv_mass, sd)
+    dense = chol.shape[0] == d and d > 0
+    w = np.empty(d)  # dense: L^T g, or L z
     accept_sum = 0.0
     n_proposals = 0
     n_nan = 0
@@ -115,27 +144,57 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
                 mvn_logp_grad(q, g, ref_mean, ref_precision, ref_log_norm)
                 for k in range(d):
                     g[k] = beta * grads[i, k] + (1.0 - beta) * g[k]
-                kinetic = sample_momentum(rng, sd, p)
+                if dense:
+                    fill_standard_normal(rng, p)  # p holds the whitened momentum v
+                    kinetic = 0.0
+                    for k in range(d):
+                        kinetic += 0.5 * p[k] * p[k]
+                else:
+                    kinetic = sample_momentum(rng, sd, p)
                 log_ratio = -math.inf
                 finite = True
                 for _s in range(n_leapfrog):
-                    for k in range(d):
-                        p[k] += 0.5 * eps * g[k]
-                        q[k] += eps * inv_mass[k] * p[k]
+                    if dense:
+                        _lower_transpose_times(chol, g, w)
+                        for k in range(d):
+                            p[k] += 0.5 * eps * w[k]
+                        _lower_times(chol, p, w)
+                        for k in range(d):
+                            q[k] += eps * w[k]
+                    else:
+                        for k in range(d):
+                            p[k] += 0.5 * eps * g[k]
+                            q[k] += eps * inv_mass[k] * p[k]
                     new_lp, new_lp0 = tempered_logp_grad(logp_grad, data, q, g_target, g, beta,
                                                          ref_mean, ref_precision, ref_log_norm)
                     n_grad += 1
                     if not math.isfinite(tempered(beta, new_lp, new_lp0)):
                         finite = False
                         break
-                    for k in range(d):
-                        p[k] += 0.5 * eps * g[k]
+                    if dense:
+                        _lower_transpose_times(chol, g, w)
+                        for k in range(d):
+                            p[k] += 0.5 * eps * w[k]
+                    else:
+                        for k in range(d):
+                            p[k] += 0.5 * eps * g[k]
                 if finite:
-                    log_ratio = (tempered(beta, new_lp, new_lp0) - kinetic_energy(p, inv_mass)) - (current - kinetic)
+                    if dense:
+                        new_kinetic = 0.0
+                        for k in range(d):
+                            new_kinetic += 0.5 * p[k] * p[k]
+                    else:
+                        new_kinetic = kinetic_energy(p, inv_mass)
+                    log_ratio = (tempered(beta, new_lp, new_lp0) - new_kinetic) - (current - kinetic)
             else:
                 fill_standard_normal(rng, p)
-                for k in range(d):
-                    q[k] += eps * p[k] / sd[k]
+                if dense:
+                    _lower_times(chol, p, w)
+                    for k in range(d):
+                        q[k] += eps * w[k]
+                else:
+                    for k in range(d):
+                        q[k] += eps * p[k] / sd[k]
                 new_lp, new_lp0 = tempered_logp_grad(logp_grad, data, q, g_target, g, beta,
                                                      ref_mean, ref_precision, ref_log_norm)
                 n_grad += 1
@@ -164,7 +223,7 @@ def _mutate(logp_grad, data, x, grads, lp, lp0, log_w, rng, beta, ref_mean, ref_
 
 mutate = target_kernel(
     lambda t: types.float64(t.logp_grad, t.data, MATRIX, MATRIX, VEC, VEC, VEC, RNG, types.float64, VEC,
-                            MATRIX, types.float64, VEC, settings_type(MutationSettings), INDEX, INDEX),
+                            MATRIX, types.float64, VEC, MATRIX, settings_type(MutationSettings), INDEX, INDEX),
 )(_mutate)
 
 
