@@ -1,0 +1,50 @@
+"""workbench/methods/microcanonical.py: MAMS's and MCLMC's tuning, budgets and settings."""
+
+import math
+
+import numpy as np
+import pytest
+
+import workbench as wb
+
+T = wb.targets.gaussian(10, scales="logspace")
+
+
+@pytest.mark.parametrize("cls", [wb.methods.MAMS, wb.methods.MCLMC])
+def test_tuning_finds_a_preconditioner_near_the_posterior_scales(cls):
+    res = cls(chains=2, progress=False).run(T, seed=0)
+    sigma = res.info["sigma"]  # the Fisher diagonal: exact for a Gaussian from a few draws
+    np.testing.assert_allclose(sigma / T.truth.sd, 1.0, rtol=0.25)
+    assert all(s > 0 for s in res.info["step_size"]) and all(ell > 0 for ell in res.info["L"])
+
+
+@pytest.mark.parametrize("cls", [wb.methods.MAMS, wb.methods.MCLMC])
+def test_a_budget_is_never_overspent_and_still_buys_draws(cls):
+    res = cls(chains=2, progress=False, draws=10_000).run(T, seed=0, grad_budget=20_000)
+    assert res.cost.grad_evals <= 20_000 and res.draws.shape[1] >= 100
+    assert res.cost.warmup_grad_evals <= 0.4 * 20_000 + 2 * 100
+
+
+def test_fixed_step_and_l_skip_the_tuning():
+    res = wb.methods.MCLMC(chains=1, step_size=0.5, L=3.0, warmup=0, draws=500, progress=False).run(T, seed=0)
+    # no tuning stage ran: the warmup cost is the starting point's one check
+    assert res.info["step_size"] == [0.5] and res.info["L"] == [3.0] and res.cost.warmup_grad_evals <= 1
+
+
+def test_mams_accepts_at_least_at_its_target_and_mclmc_reports_its_energy_error():
+    """Dual averaging aims MAMS at 0.9; where the step reaches its cap L / 1.1 (a preconditioned
+    Gaussian: one step spans the posterior) it accepts more (0.98 here)."""
+    mams = wb.methods.MAMS(chains=2, progress=False).run(T, seed=1)
+    assert mams.stats["accept_prob"].mean() > 0.85
+    assert all(s <= ell / 1.1 + 1e-9 for s, ell in zip(mams.info["step_size"], mams.info["L"]))
+    mclmc = wb.methods.MCLMC(chains=2, progress=False).run(T, seed=1)
+    assert all(math.isfinite(v) for v in mclmc.info["energy_var_per_dim"])
+
+
+def test_one_dimension_and_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="dimension >= 2"):
+        wb.methods.MAMS(progress=False).run(wb.targets.gaussian(1), seed=0)
+    with pytest.raises(ValueError, match="integrator must be one of"):
+        wb.methods.MCLMC(integrator="euler")
+    with pytest.raises(ValueError, match="target_accept must lie in"):
+        wb.methods.MAMS(target_accept=1.0)
