@@ -1,11 +1,10 @@
-"""The survey's discrete examples: exact answers, and simulations within 4 Monte Carlo SEs."""
+"""workbench/discrete/burglary.py: the survey's burglary network, exact answers and simulations within 4 Monte Carlo SEs."""
 
 import itertools
 
-import numpy as np
 import pytest
 
-from workbench.discrete import burglary, markov
+from workbench.discrete import burglary
 
 
 def test_joint_distribution_sums_to_one():
@@ -37,23 +36,3 @@ def test_simulations_converge_to_the_exact_posterior(estimator, n):
     assert abs(res["estimate"] - exact) < 4 * res["se"] and res["se"] < 0.02
 
 
-def test_stationary_distribution_by_linear_algebra():
-    pi = markov.stationary_distribution()
-    np.testing.assert_allclose(np.round(pi, 3), [0, 0.2, 0.4, 0.4, 0])
-    np.testing.assert_allclose(pi @ markov.TRANSITION, pi, atol=1e-12)
-
-
-@pytest.mark.parametrize("start", [0, 4])
-def test_stationary_distribution_by_simulation(start):
-    pi = markov.stationary_distribution()
-    freq, se = markov.visit_frequencies(markov.simulate(200_000, start=start, seed=start), burn_in=200)
-    closed = [1, 2, 3]
-    assert np.all(np.abs(freq[closed] - pi[closed]) < 4 * se[closed])
-    assert freq[0] == 0 and freq[4] == 0  # transient states are not visited after burn-in
-
-
-def test_non_unique_or_impossible_stationary_distributions_are_refused():
-    with pytest.raises(ValueError, match="not unique"):
-        markov.stationary_distribution(np.eye(2))  # two closed classes
-    with pytest.raises(ValueError, match="no stationary distribution"):
-        markov.stationary_distribution(np.array([[0.5, 0.5], [0.5, 0.6]]))  # rows do not sum to 1
