@@ -6,7 +6,12 @@ import pytest
 import workbench as wb
 from workbench.mcmc.integrators import leapfrog
 from workbench.mcmc.metric import (
-    from_position, inverse_metric, kinetic_energy, metric_transform, potential, to_position,
+    from_position,
+    inverse_metric,
+    kinetic_energy,
+    metric_transform,
+    potential,
+    to_position,
     to_transformed_gradient,
 )
 

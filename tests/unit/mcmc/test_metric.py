@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from workbench.mcmc.metric import (
-    from_position, from_transformed_gradient, inverse_metric, metric_transform, sample_momentum, to_position,
+    from_position,
+    from_transformed_gradient,
+    inverse_metric,
+    metric_transform,
+    sample_momentum,
+    to_position,
     to_transformed_gradient,
 )
 

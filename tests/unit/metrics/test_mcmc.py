@@ -2,8 +2,6 @@
 
 import math
 
-import numpy as np
-
 import workbench as wb
 from workbench.metrics.mcmc import chain_scaling, ess_and_rhat
 
