@@ -11,15 +11,6 @@ from workbench.methods import FullRankVI
 from workbench.vi import full_rank as FR
 
 
-def test_pack_and_unpack_are_inverse():
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((4, 4))
-    chol = np.linalg.cholesky(a @ a.T + np.eye(4))
-    mean, back = FR.unpack(FR.pack(np.arange(4.0), chol))
-    np.testing.assert_allclose(back, chol, atol=1e-12)
-    np.testing.assert_array_equal(mean, np.arange(4.0))
-
-
 def test_fit_from_the_identity_recovers_a_correlated_gaussian():
     """From N(initial point, I), the fit finds the covariance of a Gaussian with sds 0.3..3
     and correlation 0.7 (the optimum of KL(q || p) is the target itself)."""

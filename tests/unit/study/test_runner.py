@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import workbench as wb
 import workbench.study.runner as runner_module
-from tests.study_fixtures import GAUSS, STUDY_FILE, TINY
+from tests.study_fixtures import STUDY_FILE, TINY
 from workbench.study import Cell, Study, run_study
 
 REPO = Path(__file__).resolve().parents[3]
@@ -97,26 +94,6 @@ def test_a_study_killed_by_sigkill_loses_nothing_already_computed(tmp_path):
     assert f"{9 - done_before} computed, {done_before} cached" in result.stdout
 
 
-def test_a_failing_cell_is_recorded_and_the_others_complete(tmp_path):
-    def grid(quick):
-        good = TINY.grid(quick)[:2]
-        bad_target = Cell({"factory": "gaussian", "dim": -1}, {"method": "Exact"}, 0, labels={"method": "Exact"})
-        bad_method = Cell(GAUSS, {"method": "NUTS", "target_accept": 1.5}, 0, labels={"method": "NUTS"})
-        # a budget the start and the first step-size search use up: no transition is left
-        no_draws = Cell({"factory": "funnel", "dim": 5}, {"method": "NUTS", "warmup": 1000, "progress": False}, 0, 4,
-                        labels={"method": "NUTS"})
-        return good + [bad_target, bad_method, no_draws]
-
-    run = run_study(replace(TINY, grid=grid), executor="serial", out=tmp_path, progress=False)
-    t = run.table
-    assert list(t["status"]) == ["ok", "ok", "error", "error", "failed"]
-    assert "dim must be an integer" in t.loc[2, "error"] and "target_accept" in t.loc[3, "error"]
-    assert "no draws within the budget" in t.loc[4, "error"]
-    assert run.failed == 3 and np.isfinite(t.loc[:1, "w1_mean"]).all()
-    # failures are cached too: a rerun does not retry them (use --fresh for that)
-    assert run_study(replace(TINY, grid=grid), executor="serial", out=tmp_path, progress=False).computed == 0
-
-
 def test_targets_without_truth_get_a_cached_reference_posterior(tmp_path):
     spec = {"factory": "logistic_regression", "dataset": "synthetic", "n_data": 50, "dim": 2}
     ref = {"method": "NUTS", "chains": 2, "warmup": 300, "draws": 1000, "progress": False}
@@ -137,21 +114,5 @@ def test_targets_without_truth_get_a_cached_reference_posterior(tmp_path):
 
 
 
-@dataclasses.dataclass(frozen=True)
-class AlwaysInterrupted(wb.methods.Method):
-    """A method whose every run comes back as Ctrl-C leaves it (a partial Result)."""
-
-    def _run(self, target, seed, budget):
-        from workbench.methods.base import RunClock
-
-        result = self.result(target, seed, np.zeros((1, 3, target.dim)), RunClock())
-        result.interrupted = True
-        return result
 
 
-def test_an_interrupted_run_is_not_a_cells_answer_and_is_not_cached():
-    from workbench.study.cells import Cell, run_cell
-
-    cell = Cell({"factory": "gaussian", "dim": 2}, {"method": f"{__name__}:AlwaysInterrupted"}, 0)
-    with pytest.raises(KeyboardInterrupt):
-        run_cell(cell)
