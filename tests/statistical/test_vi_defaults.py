@@ -7,10 +7,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from tests import user_functions as uf
 from workbench import modes as M
-from workbench.errors import NonFiniteDensityError
-from workbench.vi import fit as F
 
 
 def _per_peak(q, truth):
@@ -156,66 +153,6 @@ def test_a_fit_cut_short_says_it_has_not_converged_and_reports_k_hat():
     assert not any("not converged" in m for m in done.messages) and done.info["pareto_k"] < 0.7
 
 
-def test_component_adaptation_moves_a_spare_component_to_a_missed_peak():
-    """The search is cut to its first run, which finds only the heavier peak; the duplicates
-    there are freed, one moves to the peak found by ascent from the worst-covered candidate, the
-    other is removed. Without adaptation the light peak stays missed."""
-    m = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-2.5, 2.5], scales=1.0)
-    common = dict(n_components=3, search_starts=0, progress=False)
-    on = wb.methods.NN4Post(**common).run(m, seed=0, grad_budget=60_000)
-    off = wb.methods.NN4Post(adapt_components=False, **common).run(m, seed=0, grad_budget=60_000)
-    assert on.info["mode_search"]["modes"] == 1
-    assert wb.metrics.evaluate(on, m)["mode_weight_err_max"] < 0.02
-    assert wb.metrics.evaluate(off, m)["mode_weight_err_max"] > 0.25
-    kinds = [move["kind"] for move in on.info["component_moves"]]
-    assert kinds.count("moved") == 1 and on.stats["component_moves"].sum() == 1
-    assert on.cost.grad_evals <= 60_000 and "component_moves" not in off.info
-
-
-def test_a_fit_run_in_segments_is_the_same_fit():
-    """The kernel's state (optimiser moments, stopping rule) carries over between calls."""
-    t = wb.targets.gaussian(3)
-    method = wb.methods.NN4Post(n_components=2, init="box", progress=False)
-    kernel = F.fit_kernel.for_target(t)
-    out = []
-    for segments in ([(0, 300)], [(0, 100), (100, 250), (250, 300)]):
-        rng = np.random.default_rng(5)
-        params, lr_scale = method._initial_parameters(t, np.random.default_rng(1), None)
-        settings = F.fit_settings(k=2, steps=300, samples=10, exact=1, grad_budget=-1, window=50, patience=2,
-                                  lr=0.05, lr_final=0.1, r=1.0, tol=1e-4, beta1=0.9, beta2=0.999, adam_eps=1e-8)
-        state, traces = F.new_state(params.size), np.zeros((300, len(F.TRACE_NAMES)))
-        for start, stop in segments:
-            kernel(t.kernel_logp_grad, t.kernel_logp_grad_batch, t.kernel_data, params, rng,
-                   settings._replace(t_start=start, t_stop=stop), lr_scale, state,
-                   traces, np.zeros(2, dtype=np.int64))
-        out.append((params, traces))
-    np.testing.assert_array_equal(out[0][0], out[1][0])
-    np.testing.assert_array_equal(out[0][1], out[1][1])
-
-
-def test_mode_search_weights_are_the_peaks_masses_and_its_cost_is_counted():
-    t = wb.targets.gaussian_mixture(3, weights=[0.2, 0.8], means=[-4.0, 4.0], scales=[1.0, 0.5])
-    search = M.find_modes(t, np.random.default_rng(0), starts=50)
-    assert len(search.modes) == 2 and search.grad_evals > 0
-    np.testing.assert_allclose(search.weights, [0.8, 0.2], atol=1e-6)  # Laplace is exact per peak
-    np.testing.assert_allclose(search.modes[0].sd, 0.5, rtol=1e-4)
-    limited = M.find_modes(t, np.random.default_rng(0), starts=50, max_grad_evals=200)
-    assert limited.grad_evals <= 200 and limited.starts < 50
-
-
-def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
-    # log p = -inf beyond radius 6: starts there are counted and skipped, the mode is found
-    t = wb.Target.from_numba(uf.gaussian_in_a_disc, dim=2, name="disc")
-    search = M.find_modes(t, np.random.default_rng(0), starts=40)
-    assert search.failed > 0 and len(search.modes) == 1
-    np.testing.assert_allclose(search.modes[0].x, [-1.0, 0.0], atol=1e-5)
-    res = wb.methods.MeanFieldVI(progress=False).run(t, seed=0, grad_budget=20_000)
-    assert res.info["mode_search"]["failed_starts"] > 0
-    nowhere = wb.Target.from_numba(uf.nowhere_finite, dim=2, name="nowhere", validate=False)
-    with pytest.raises(NonFiniteDensityError, match="found no point with a finite density"):
-        wb.methods.MeanFieldVI(progress=False).run(nowhere, seed=0)
-
-
 @pytest.mark.parametrize(
     "make, message",
     [
@@ -232,21 +169,6 @@ def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
 def test_bad_settings_name_the_setting(make, message):
     with pytest.raises(ValueError, match=message):
         make()
-
-
-def test_removed_components_stay_removed_and_their_weight_goes_to_a_live_twin():
-    """On a unimodal target the spare components duplicate the first; each removal hands its
-    weight to a live twin, and a removed component never regains weight (sharing a peak is a
-    flat direction of the loss, so a frozen-but-weighted component would drift back)."""
-    t = wb.targets.gaussian(10, scales="logspace")
-    res = wb.methods.NN4Post(progress=False).run(t, seed=0, grad_budget=100_000)
-    moves = res.info["component_moves"]
-    removed = {m["component"] for m in moves if m["kind"] == "removed"}
-    assert removed
-    weights = res.approximation.weights
-    assert np.all(weights[list(removed)] < 1e-9)
-    assert weights.sum() == pytest.approx(1.0) and len(removed) < len(weights)
-    assert wb.metrics.evaluate(res, t)["mean_err_max"] < 0.1
 
 
 def test_a_hierarchical_posterior_without_a_mode_starts_vi_at_the_initial_point():

@@ -59,8 +59,8 @@ def test_a_dim_larger_than_the_data_is_refused_before_any_kernel_runs(build):
 
 
 def test_the_library_targets_are_not_bounds_checked_again():
-    from workbench.user_density import _is_library_function
     from tests.user_functions import iso_logp_grad
+    from workbench.user_density import _is_library_function
 
     assert _is_library_function(wb.targets.gaussian(3).logp_grad)
     assert not _is_library_function(iso_logp_grad)

@@ -13,8 +13,12 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests.user_functions import (
+    divides_by_zero_beyond,
+    nan_beyond_one_and_half,
+    slow_standard_normal,
+)
 from workbench.errors import DensityError
-from tests.user_functions import divides_by_zero_beyond, nan_beyond_one_and_half, slow_standard_normal
 
 
 def _target(fn, dim=2, data=()):

@@ -1,0 +1,38 @@
+"""workbench/methods/nn4post.py: NN4Post's results, traces, budgets and settings."""
+
+import pytest
+
+import workbench as wb
+
+
+def test_restarts_split_a_gradient_budget_and_sum_the_cost():
+    t = wb.targets.gaussian(2)
+    res = wb.methods.NN4Post(n_components=2, restarts=3, steps=10_000, init="box", converge_tol=0).run(t, seed=0, grad_budget=6000)
+    assert res.cost.grad_evals == 6000  # 600 for the k-hat check, then 3 x 1,800: each restart stops at its share
+    assert res.stats["elbo"].shape == (90,)  # 1,800 / (2 components x 10 samples)
+    assert len(res.info["restart_elbos"]) == 3
+
+
+def test_traces_and_results():
+    res = wb.methods.NN4Post(n_components=2, steps=300, converge_tol=0).run(wb.targets.gaussian(2), seed=0)
+    for name in ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta"):
+        assert res.stats[name].shape == (300,)
+    assert res.draws.shape == (1, 4000, 2) and "optimization" in res.to_arviz().children
+    assert res.log_z <= wb.targets.gaussian(2).truth.log_z + 0.05  # the ELBO bounds log Z from below
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: wb.methods.NN4Post(n_components=0), "n_components must be an integer >= 1"),
+        (lambda: wb.methods.NN4Post(learning_rate=0.0), "learning_rate must be > 0"),
+        (lambda: wb.methods.NN4Post(samples=0), "samples must be an integer >= 1"),
+        (lambda: wb.methods.NN4Post(gauge="other"), "gauge must be one of"),
+        (lambda: wb.methods.MeanFieldVI(n_components=2), "exactly one component"),
+        (lambda: wb.methods.NN4Post(restarts=0), "restarts must be an integer >= 1"),
+        (lambda: wb.methods.NN4Post(batch_size=10).run(wb.targets.gaussian(2), seed=0), "mini-batch form"),
+    ],
+)
+def test_bad_settings_are_named(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
