@@ -22,3 +22,16 @@ def test_no_module_passes_500_lines():
     assert len(lines) > 50
     too_long = {path: n for path, n in lines.items() if n > 500}
     assert not too_long, f"split these along their concerns: {too_long}"
+
+
+def test_every_module_has_its_mirrored_test_module():
+    """workbench/a/b.py is tested in tests/unit/a/test_b.py (docs/architecture.md)."""
+    missing = []
+    for path in (ROOT / "workbench").rglob("*.py"):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = path.relative_to(ROOT / "workbench")
+        mirror = ROOT / "tests" / "unit" / rel.parent / f"test_{rel.name}"
+        if not mirror.exists():
+            missing.append(str(rel))
+    assert not missing, f"modules without tests/unit/<same path>/test_<module>.py: {sorted(missing)}"
