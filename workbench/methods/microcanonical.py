@@ -31,6 +31,7 @@ import numpy as np
 
 from ..mcmc import isokinetic as I
 from ..mcmc import microcanonical as K
+from ..mcmc.adaptation import gradient_based_variance
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive, check_positive_int
@@ -67,11 +68,21 @@ class _ChainState:
         2026; NUTS's "diag"), exact for a Gaussian from a handful of draws where Var x alone
         needs many effective ones (on a 100-d Gaussian the draws' variances left MAMS 10x
         less efficient)."""
-        n = self.welford[4, 0]
-        if n < 3:
-            return np.full(self.x.size, np.nan)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.sqrt(self.welford[1] / self.welford[3])
+        out = np.full(self.x.size, np.nan)  # NaN where a variance is zero: the caller keeps sigma
+        if self.welford[4, 0] >= 3:
+            gradient_based_variance(self.welford[1], self.welford[3], out)  # NUTS's own estimator
+        return out
+
+
+def _ess_per_coordinate(draws: np.ndarray) -> np.ndarray:
+    """ArviZ's bulk ESS of one chain's draws (n, d), the finite positive values only (none
+    below 20 draws): how fast the chain decorrelates, for the L stages of both samplers."""
+    if len(draws) < 20:
+        return np.zeros(0)
+    import arviz as az
+
+    ess = np.asarray(az.ess(draws[None]), dtype=float)
+    return ess[np.isfinite(ess) & (ess > 0)]
 
 
 @dataclass(frozen=True)
@@ -189,13 +200,9 @@ class MCLMC(_Microcanonical):
                 draws, stats = np.zeros((stage, d)), np.zeros((stage, len(K.STAT_NAMES)))
                 done, eps = self._call(chains, target, st, control, stage, tune=K.TUNE_NONE, eps=eps, big_l=big_l,
                                        warmup=True, draws=draws, stats=stats, cap=cap)
-                if done >= 20:
-                    import arviz as az
-
-                    ess = np.asarray(az.ess(draws[None, :done]), dtype=float)
-                    ess = ess[np.isfinite(ess) & (ess > 0)]
-                    if ess.size:
-                        big_l = 0.4 * eps * float(np.mean(done / ess))
+                ess = _ess_per_coordinate(draws[:done])
+                if ess.size:  # BlackJAX's make_adaptation_L: L = 0.4 eps mean(steps / ESS)
+                    big_l = 0.4 * eps * float(np.mean(done / ess))
                 energy = stats[:done, K.S_ENERGY]
                 out["energy_var_per_dim"] = float(np.var(energy) / d) if done > 1 else math.nan
         out.update(step_size=eps, L=big_l)
@@ -274,13 +281,10 @@ class MAMS(_Microcanonical):
                 draws, stats = np.zeros((n3, d)), np.zeros((n3, len(K.STAT_NAMES)))
                 done, _ = self._call(chains, target, st, control, n3, tune=K.TUNE_NONE, eps=eps, big_l=big_l,
                                      warmup=True, draws=draws, stats=stats, cap=cap)
-                if done >= 20:
-                    import arviz as az
-
-                    ess = np.asarray(az.ess(draws[None, :done]), dtype=float)
-                    per_transition = float(np.mean(ess[np.isfinite(ess)])) / done if np.isfinite(ess).any() else 0.0
-                    if per_transition > 0:
-                        big_l = max(big_l, min(0.5 * big_l / per_transition, 2.0 * big_l))
+                ess = _ess_per_coordinate(draws[:done])
+                if ess.size:  # effective draws per transition, averaged over coordinates
+                    per_transition = float(np.mean(ess)) / done
+                    big_l = max(big_l, min(0.5 * big_l / per_transition, 2.0 * big_l))
                 restart(eps)
                 _, eps = self._call(chains, target, st, control, self.warmup - half - stage - n3, tune=tune, eps=eps,
                                     big_l=big_l, warmup=True, cap=cap)

@@ -12,11 +12,12 @@ import math
 
 import numpy as np
 
+from ..diagnostics import kish_ess
 from ..errors import WorkbenchError
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
-from .importance import compute_log_ratios, pareto_khat
+from .importance import compute_log_ratios, pareto_khat, resample
 
 PARETO_K_GOOD = 0.7
 PARETO_K_OK = 0.5  # Yao et al. (2018, sec. 3): below, q is good; 0.5-0.7, usable with importance weights
@@ -145,9 +146,6 @@ def apply_psis(target: Target, result: Result, seed: int, budget: Budget) -> Non
     ArviZ's PSIS), so a user sees how much weighting rescues the fit. Costs one density
     evaluation per draw, counted, and within the budget: fewer draws are weighted when the
     budget has not that many left (none below ``PSIS_MIN_DRAWS``, with a message)."""
-    from .importance import resample
-    from ..diagnostics import kish_ess
-
     x = result.flat_draws()
     n = len(x)
     if budget.grad_evals is not None:

@@ -71,23 +71,17 @@ def gradients_to_cross(counts, curve, n_draws: int, grads: float, warmup_grads: 
                        threshold: float = B2_THRESHOLD) -> tuple[float, float]:
     """The gradients after which ``curve`` (chains, m) stays below ``threshold`` for good,
     median over chains: (with tuning, sampling alone). The sampling gradients are taken as
-    spread evenly over the draws; NaN when a chain never stays below."""
+    spread evenly over the draws; NaN when the median chain never stays below."""
     if curve.size == 0:
         return math.nan, math.nan
-    per_chain = []
+    per_chain = []  # the share of a chain's draws after which it stays below (inf: never)
     for row in curve:
         above = np.nonzero(row >= threshold)[0]
-        if above.size == 0:
-            k = counts[0]
-        elif above[-1] + 1 < counts.size:
-            k = counts[above[-1] + 1]
-        else:
-            per_chain.append(math.nan)
-            continue
-        per_chain.append(k / n_draws)
-    if any(math.isnan(p) for p in per_chain) and sum(math.isnan(p) for p in per_chain) * 2 >= len(per_chain):
+        last = above[-1] + 1 if above.size else 0
+        per_chain.append(counts[last] / n_draws if last < counts.size else math.inf)
+    share = float(np.median(per_chain))
+    if not math.isfinite(share):
         return math.nan, math.nan
-    share = float(np.nanmedian(per_chain))
     sampling = (grads - warmup_grads) * share
     return warmup_grads + sampling, sampling
 
