@@ -69,20 +69,18 @@ def final_b2(draws: np.ndarray, ex2: np.ndarray, var_x2: np.ndarray) -> tuple[fl
 
 def gradients_to_cross(counts, curve, n_draws: int, grads: float, warmup_grads: float,
                        threshold: float = B2_THRESHOLD) -> tuple[float, float]:
-    """The gradients after which ``curve`` (chains, m) stays below ``threshold`` for good,
-    median over chains: (with tuning, sampling alone). The sampling gradients are taken as
-    spread evenly over the draws; NaN when the median chain never stays below."""
+    """The gradients after which ``curve`` (m,), b^2 at the draw counts ``counts`` (the median
+    over chains, as the tables and figures show it), stays below ``threshold`` for good: (with
+    tuning, sampling alone). The sampling gradients are taken as spread evenly over the draws;
+    NaN when the curve ends above the threshold."""
+    curve = np.asarray(curve, dtype=float)
     if curve.size == 0:
         return math.nan, math.nan
-    per_chain = []  # the share of a chain's draws after which it stays below (inf: never)
-    for row in curve:
-        above = np.nonzero(row >= threshold)[0]
-        last = above[-1] + 1 if above.size else 0
-        per_chain.append(counts[last] / n_draws if last < counts.size else math.inf)
-    share = float(np.median(per_chain))
-    if not math.isfinite(share):
+    above = np.nonzero(curve >= threshold)[0]
+    last = above[-1] + 1 if above.size else 0
+    if last >= counts.size:
         return math.nan, math.nan
-    sampling = (grads - warmup_grads) * share
+    sampling = (grads - warmup_grads) * counts[last] / n_draws
     return warmup_grads + sampling, sampling
 
 
@@ -104,11 +102,11 @@ def b2_crossing(result, target, reference=None) -> dict:
         reference = truth.sample(20_000, np.random.default_rng([0, 0xB2]))
     ex2, var_x2 = second_moments(mean, sd, reference)
     counts, worst, average = b2_curves(result.draws, ex2, var_x2)
+    worst, average = np.median(worst, axis=0), np.median(average, axis=0)  # over chains
     n, grads, warm = result.draws.shape[1], result.cost.grad_evals, result.cost.warmup_grad_evals
     out = {}
     for name, curve in (("max", worst), ("avg", average)):
         total, sampling = gradients_to_cross(counts, curve, n, grads, warm)
         out[f"grads_to_b2_{name}"], out[f"sampling_grads_to_b2_{name}"] = total, sampling
-    out["_arrays"] = {"b2_counts": counts.astype(float), "b2_max_curve": np.median(worst, axis=0),
-                      "b2_avg_curve": np.median(average, axis=0)}
+    out["_arrays"] = {"b2_counts": counts.astype(float), "b2_max_curve": worst, "b2_avg_curve": average}
     return out

@@ -64,7 +64,8 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
         ax.grid(alpha=0.3, which="both")
     for ax in list(axes.flat)[len(targets) :]:
         ax.axis("off")
-    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines()}
+    # methods only: unlabelled lines (a threshold) carry matplotlib's "_child" names
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines() if not h.get_label().startswith("_")}
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     # above the panels whatever its number of rows (the saved figure grows to hold it)
     fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)), fontsize=8,

@@ -32,11 +32,26 @@ def test_second_moments_of_a_gaussian_and_from_draws_agree():
 
 def test_gradients_to_cross_is_where_the_curve_stays_below():
     counts = np.array([1, 10, 100, 1000])
-    curve = np.array([[1.0, 0.001, 0.02, 0.005], [1.0, 0.5, 0.005, 0.001]])
-    total, sampling = gradients_to_cross(counts, curve, 1000, grads=11_000, warmup_grads=1_000)
-    assert sampling == 10_000 * np.median([1.0, 0.1]) and total == 1_000 + sampling
-    never = np.array([[1.0, 0.5, 0.2, 0.1]] * 2)
-    assert all(math.isnan(v) for v in gradients_to_cross(counts, never, 1000, 11_000, 1_000))
+    # dips below at 10 draws, rises again, and stays below from 1,000 on
+    total, sampling = gradients_to_cross(counts, np.array([1.0, 0.001, 0.02, 0.005]), 1000, grads=11_000,
+                                         warmup_grads=1_000)
+    assert sampling == 10_000 * 1.0 and total == 11_000
+    total, sampling = gradients_to_cross(counts, np.array([1.0, 0.5, 0.005, 0.001]), 1000, 11_000, 1_000)
+    assert sampling == 10_000 * 0.1 and total == 2_000
+    assert all(math.isnan(v) for v in gradients_to_cross(counts, np.array([1.0, 0.5, 0.2, 0.1]), 1000, 11_000, 1_000))
+
+
+def test_a_run_whose_final_b2_is_below_the_threshold_has_crossed_it():
+    """The crossing is read from the same median-over-chains curve the tables report, so a
+    run that ends below 0.01 always has a crossing (they disagreed when each chain's crossing
+    was taken first and a chain ending above made the median undefined)."""
+    from workbench.metrics.b2 import b2_crossing
+
+    t = wb.targets.gaussian(5)
+    res = wb.methods.NUTS(chains=4, draws=3000, progress=False).run(t, seed=0)
+    row = wb.metrics.evaluate(res, t)
+    out = b2_crossing(res, t)
+    assert row["b2_max"] < 0.01 and 0 < out["grads_to_b2_max"] <= res.cost.grad_evals
 
 
 def test_evaluate_reports_b2_for_equal_weight_draws_only():
