@@ -19,14 +19,16 @@ steps per second, gradient evaluations per second, and where the time goes:
 
 Part 2 reproduces the original TensorFlow implementation's benchmark (nn4post sec. 7.1.1): the 3-peak
 mixture, weights (0.05, 0.25, 0.70), means -3, 0, +3 times the all-ones vector, scales ln 2,
-fitted with N_c = 5 and 10 samples per component, at N_d = 100, 1,000 and 10,000. Two starts:
-``box`` (the default: means uniform in a box of half-width sqrt(N_d), sec. 7.1.1, 4 restarts
-ranked by ELBO) and ``near`` (components started one sd per coordinate away from the peaks:
+fitted with N_c = 5 and 10 samples per component, at N_d = 100, 1,000 and 10,000. Three starts:
+``box`` (the paper's: means uniform in a box of half-width sqrt(N_d), sec. 7.1.1, 4 restarts
+ranked by ELBO), ``near`` (components started one sd per coordinate away from the peaks:
 two at -3, one at 0, two at +3, equal weights; what is left is estimating the weights; Adam
-from 0.02 decaying to 2e-5 (1e-5 over 24,000 steps at N_d = 10,000), the "clip" frozen-out fix). The original
-reported correct weights at N_d <= 1,000, a main-peak weight stuck at 0.60-0.67 at 10,000,
-and 0.2-1.7 s per iteration. Goals: main-peak weight within 0.02 of 0.70 at N_d = 10,000;
->= 100x less time per iteration.
+from 0.02 decaying to 2e-5 (1e-5 over 24,000 steps at N_d = 10,000), the "clip" frozen-out fix)
+and ``default`` (``NN4Post()`` as it comes: the mode search, then the fit; ``search_grads`` is
+the search's share of ``grads``). The original reported correct weights at N_d <= 1,000, a
+main-peak weight stuck at 0.60-0.67 at 10,000, and 0.2-1.7 s per iteration. Goals: main-peak
+weight within 0.02 of 0.70 at N_d = 10,000, from the default start too; >= 100x less time per
+iteration.
 
     python studies/vi_speed.py [--quick] [--seed N]
 """

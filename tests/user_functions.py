@@ -198,3 +198,19 @@ def walled_gaussian_logp_grad(theta, grad_out, data):
             grad_out[i] = math.nan
         return -math.inf
     return lp
+
+
+@numba.njit(cache=True)
+def random_walk_chain(theta, grad_out, data):
+    """log p = -x_0^2 / 2 - sum_i (x_i - x_{i-1})^2 / 2: a Gaussian whose Hessian rows carry as much
+    off-diagonal as diagonal weight (a random-walk prior, as in a Brownian motion's latents)."""
+    lp = -0.5 * theta[0] ** 2
+    grad_out[0] = -theta[0]
+    for i in range(1, theta.size):
+        grad_out[i] = 0.0
+    for i in range(1, theta.size):
+        step = theta[i] - theta[i - 1]
+        lp -= 0.5 * step * step
+        grad_out[i] -= step
+        grad_out[i - 1] += step
+    return lp

@@ -12,7 +12,8 @@ and ``MeanFieldVI`` with ``init="modes"``) and reusable by any method that needs
    D sqrt(d) (the nn4post paper's R_1 argument, sec. 7.1.1), hence the sqrt(d) in the ladder.
 3. Optima closer than ``merge`` local sds in every coordinate are one mode. Each mode gets its
    Hessian (the target's analytic one, else central differences of the gradient: 2 d
-   gradients, only the diagonal above ``FULL_HESSIAN_MAX_DIM``), its mean-field scales
+   gradients; above ``FULL_HESSIAN_MAX_DIM`` only the diagonal, estimated from a few random
+   probes when they agree, see ``diagonal_by_probes``), its mean-field scales
    1 / sqrt(-H_jj) (the KL(q || p)-optimal diagonal Gaussian of the local Laplace fit) and its
    Laplace evidence log p(m) + d/2 log 2 pi - 1/2 log det(-H), so that exp(log_z) of separated
    modes are proportional to their masses. Optima where -H is not positive definite (saddles,
@@ -20,9 +21,13 @@ and ``MeanFieldVI`` with ``init="modes"``) and reusable by any method that needs
    skipped and counted. When no ascent converges at all (plateaus, as in a BNN with saturated
    units), the initial point with unit scales stands in for a mode (``ModeSearch.fallback``).
 
-Every gradient evaluation is counted; ``max_grad_evals`` stops the search (the first run is
-always completed, and it alone may exceed a very small limit: ``min_grad_evals`` says how
-many it needs).
+How long to search is decided by what the search finds when ``quiet`` is given: once it has
+spent ``min_search_grad_evals``, it stops when the last max(``quiet``, n / 2) of its n starts
+found no new mode (having found its newest mode at start k, it searches on to start 2 k at
+least). A peak that a start reaches with probability p is then missed with probability about
+(1 - p)^quiet, or less when the floor paid for more starts. Every gradient evaluation is
+counted; ``max_grad_evals`` stops the search (the first run is always completed, and it alone
+may exceed a very small limit: ``min_grad_evals`` says how many it needs).
 """
 
 from __future__ import annotations
@@ -66,6 +71,9 @@ class ModeSearch(NamedTuple):
     unconverged: int
     fallback: bool = False
     """True when no ascent converged and ``modes`` holds the best point one reached."""
+    settled: bool = True
+    """False when ``quiet`` was given and the search ran out of starts or evaluations while it
+    was still finding new modes."""
 
     @property
     def weights(self) -> np.ndarray:
@@ -74,9 +82,6 @@ class ModeSearch(NamedTuple):
         return np.exp(log_z - np.logaddexp.reduce(log_z))
 
 
-def min_grad_evals(dim: int) -> int:
-    """Gradient evaluations the first run needs at the least: a short L-BFGS run and its curvature."""
-    return 2 * dim + 200
 
 
 class _Counter:
@@ -135,13 +140,67 @@ def hessian_by_differences(target: Target, x, rel_step: float = 1e-5, diagonal: 
     return out if diagonal else 0.5 * (out + out.T)
 
 
-def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5) -> tuple[np.ndarray, int]:
-    """The Hessian of log p at x, (d, d), or its diagonal (d,) above FULL_HESSIAN_MAX_DIM,
-    and the gradient evaluations it took (0 for the target's analytic Hessian)."""
-    full = target.dim <= FULL_HESSIAN_MAX_DIM
-    if target.hessian is not None and full:
-        return np.asarray(target.hessian(x), dtype=float), 0
-    return hessian_by_differences(target, x, rel_step, diagonal=not full), 2 * target.dim
+PROBES_MAX = 32
+PROBES_RTOL = 0.02
+"""The probe estimate of a Hessian's diagonal is used when, after at most ``PROBES_MAX`` probes,
+its standard error is below ``PROBES_RTOL`` of its value in every coordinate."""
+
+
+def curvature_grad_evals(dim: int) -> int:
+    """Gradient evaluations a mode's curvature takes at most, short of the column fallback."""
+    return 2 * dim if dim <= FULL_HESSIAN_MAX_DIM else 2 * PROBES_MAX
+
+
+def min_grad_evals(dim: int) -> int:
+    """Gradient evaluations the first run needs at the least: a short L-BFGS run and its curvature."""
+    return curvature_grad_evals(dim) + 200
+
+
+def diagonal_by_probes(target: Target, x, rel_step: float = 1e-5) -> tuple[np.ndarray, bool, int]:
+    """The diagonal of the Hessian of log p at x from random probes, and the gradients used.
+
+    Bekas, Kokiopoulou and Saad (2007, eq. 3): with Rademacher probes v (entries +-1),
+    E[v * (H v)] = diag(H), and one probe's error in coordinate j is sum_{k != j} H_jk v_k v_j.
+    Each H v is a central difference of the gradient along v (2 gradients, whatever d), with
+    each coordinate's step scaled as ``hessian_by_differences`` scales it. Probes are added
+    until the estimate's standard error is below ``PROBES_RTOL`` of its value everywhere: a
+    (block-)diagonal Hessian settles after two probes (4 gradients instead of 2 d). Returns
+    (estimate, settled, gradients); not settled after ``PROBES_MAX`` probes means strong
+    coupling between coordinates."""
+    y = np.asarray(x, dtype=float)
+    step = rel_step * np.maximum(1.0, np.abs(y))
+    rng = np.random.default_rng(0x9E3779B9)  # fixed probes: the search stays reproducible
+    total = np.zeros(target.dim)
+    total_sq = np.zeros(target.dim)
+    for k in range(1, PROBES_MAX + 1):
+        v = rng.choice(np.array([-1.0, 1.0]), size=target.dim)
+        _, g_up = target.logp_and_grad(y + step * v)
+        _, g_down = target.logp_and_grad(y - step * v)
+        estimate = v * (g_up - g_down) / (2.0 * step)
+        total += estimate
+        total_sq += estimate * estimate
+        if k >= 2:
+            mean = total / k
+            se = np.sqrt(np.maximum(total_sq / k - mean * mean, 0.0) / (k - 1))
+            if np.all(se <= PROBES_RTOL * np.abs(mean)):
+                return mean, True, 2 * k
+    return total / PROBES_MAX, False, 2 * PROBES_MAX
+
+
+def curvature(target: Target, x: np.ndarray, rel_step: float = 1e-5,
+              max_grad_evals: float = math.inf) -> tuple[np.ndarray, int]:
+    """The Hessian of log p at x, (d, d), or its diagonal (d,) above FULL_HESSIAN_MAX_DIM, and
+    the gradient evaluations it took (0 for the target's analytic Hessian). The diagonal comes
+    from probes when they settle, else from 2 d more gradients when ``max_grad_evals`` allows
+    them, else it is the probes' unsettled estimate."""
+    if target.dim <= FULL_HESSIAN_MAX_DIM:
+        if target.hessian is not None:
+            return np.asarray(target.hessian(x), dtype=float), 0
+        return hessian_by_differences(target, x, rel_step), 2 * target.dim
+    diag, settled, used = diagonal_by_probes(target, x, rel_step)
+    if settled or used + 2 * target.dim > max_grad_evals:
+        return diag, used
+    return hessian_by_differences(target, x, rel_step, diagonal=True), used + 2 * target.dim
 
 
 DEGENERATE_SD = 1e-8
@@ -149,10 +208,11 @@ DEGENERATE_SD = 1e-8
 (a funnel's neck), not a mode: real posteriors are not that narrow on the unconstrained space."""
 
 
-def laplace_summary(target: Target, x: np.ndarray, logp: float) -> tuple[np.ndarray | None, float, int]:
+def laplace_summary(target: Target, x: np.ndarray, logp: float,
+                    max_grad_evals: float = math.inf) -> tuple[np.ndarray | None, float, int]:
     """(mean-field scales 1/sqrt(-H_jj), Laplace log evidence, gradients used) at x; the scales
     are None (and the evidence NaN) when -H is not positive definite there."""
-    hess, used = curvature(target, x)
+    hess, used = curvature(target, x, max_grad_evals=max_grad_evals)
     d = target.dim
     if not np.all(np.isfinite(hess)):
         return None, math.nan, used
@@ -181,12 +241,21 @@ def find_modes(
     merge: float = 2.0,
     max_grad_evals: int | None = None,
     x0: np.ndarray | None = None,
+    quiet: int | None = None,
+    min_search_grad_evals: int = 0,
+    quiet_top: int | None = None,
 ) -> ModeSearch:
     """Search ``target`` for modes (see the module docstring).
 
     Parameters
     ----------
-    starts : further starts after the first run from ``x0`` (the target's initial point).
+    starts : further starts after the first run from ``x0`` (the target's initial point), at most.
+    quiet : stop when the last max(quiet, n / 2) of n starts found no new mode (None: make
+        every start).
+    min_search_grad_evals : with ``quiet``, the evaluations spent before the search may stop
+        for being quiet.
+    quiet_top : with ``quiet``, only a mode that enters the best ``quiet_top`` by Laplace
+        evidence counts as new (the modes a fit with that many components would use).
     spread : the ladder of start radii reaches ``spread * max(sqrt(d), 3)`` first-mode sds.
     merge : optima within this many local sds of a mode in every coordinate are that mode.
     max_grad_evals : stop starting new runs when this many gradients are spent.
@@ -204,52 +273,64 @@ def find_modes(
     modes: list[dict] = []
     best_unconverged = [None, -math.inf]  # the fallback: the highest point an unfinished ascent reached
 
-    def consider(x_start, budget_left) -> None:
+    def consider(x_start, budget_left) -> bool:
+        """Run one start; True when it found a new mode."""
         nonlocal used, failed, saddles, unconverged
         used += 1  # the check of the start
         try:
             target.check_point(x_start)
         except NonFiniteDensityError:
             failed += 1
-            return
-        # the ascent leaves room for the curvature at its optimum (2 d gradients)
-        x, lp, calls = _ascend(target, x_start, min(budget_left - 2 * d - 1, LBFGS_MAX_CALLS_PER_DIM * (d + 20)))
+            return False
+        # the ascent leaves room for the curvature at its optimum
+        reserve = curvature_grad_evals(d) + 1
+        x, lp, calls = _ascend(target, x_start, min(budget_left - reserve, LBFGS_MAX_CALLS_PER_DIM * (d + 20)))
         used += calls
         if not math.isfinite(lp):
             unconverged += 1
             reached = target.logp(x) if np.all(np.isfinite(x)) else -math.inf
             if math.isfinite(reached) and reached > best_unconverged[1]:
                 best_unconverged[:] = [x, reached]
-            return
+            return False
         for m in modes:  # an optimum already known: no curvature needed
             if np.all(np.abs(x - m["x"]) < merge * m["sd"]):
                 m["hits"] += 1
                 if lp > m["logp"]:
                     m["x"], m["logp"] = x, lp
-                return
-        sd, log_z, calls = laplace_summary(target, x, lp)
+                return False
+        sd, log_z, calls = laplace_summary(target, x, lp, budget_left - 1 - calls)
         used += calls
         if sd is None or np.min(sd) < DEGENERATE_SD:
             # a saddle, or the neck of a funnel: on a hierarchical posterior L-BFGS "converges"
             # where a group scale has run off to exp(-30..-80) and its latents sit on their mean
             # with sds of 1e-13..1e-36 (the Brownian motion's "modes"): not a mode of any use
             saddles += 1
-            return
+            return False
         modes.append({"x": x, "logp": lp, "sd": sd, "log_z": log_z, "hits": 1})
+        return quiet_top is None or sum(m["log_z"] > log_z for m in modes) < quiet_top
 
-    consider(x0, max(limit, min_grad_evals(d)))
     n_started = 1
+    last_new = 1 if consider(x0, max(limit, min_grad_evals(d))) else 0  # the start that found the newest mode
     if modes:
         scale = modes[0]["sd"]
     else:  # the initial point led nowhere usable: spread starts on the unit scale
         scale = np.ones(d)
     log_rho_max = math.log(spread * max(math.sqrt(d), 3.0))
+
+    def quiet_enough() -> bool:
+        return (quiet is not None and used >= min_search_grad_evals
+                and n_started - last_new >= max(quiet, n_started // 2))
+
     for _ in range(starts):
+        if quiet_enough():
+            break
         if limit - used < min_grad_evals(d):
             break
         rho = math.exp(rng.uniform(0.0, log_rho_max))
-        consider(x0 + scale * rng.standard_normal(d) * rho, limit - used)
         n_started += 1
+        if consider(x0 + scale * rng.standard_normal(d) * rho, limit - used):
+            last_new = n_started
+    settled = quiet is None or quiet_enough()
     fallback = False
     if not modes and (best_unconverged[0] is not None or saddles):
         # No ascent converged, or every optimum was degenerate. On a hierarchical posterior this
@@ -282,4 +363,5 @@ def find_modes(
         saddles=saddles,
         unconverged=unconverged,
         fallback=fallback,
+        settled=settled,
     )

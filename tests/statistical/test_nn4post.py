@@ -201,3 +201,20 @@ def test_nan_is_a_rejected_step_and_the_fit_stays_finite():
     assert np.all(np.isfinite(res.approximation.means)) and res.approximation.means[0, 0] < 3.0
 
 
+
+
+def _peak_weights(q, target):
+    """The weight q puts on each peak: components pooled by their nearest peak."""
+    centres = target.truth.extras["component_means"]
+    nearest = np.argmin(((q.means[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+    return np.array([q.weights[nearest == j].sum() for j in range(len(centres))])
+
+
+@pytest.mark.parametrize("dim", [100, 1000])
+def test_defaults_find_the_papers_three_peaks_with_their_weights(dim):
+    """The nn4post benchmark (sec. 7.1.1): weights 0.05 / 0.25 / 0.70 at -3, 0, +3 times ones.
+    From the defaults every peak gets its weight to 0.02 (studies/vi_speed.py runs N_d = 10^4)."""
+    t = wb.targets.gaussian_mixture(dim, weights=[0.05, 0.25, 0.70], means=[-3.0, 0.0, 3.0], scales=math.log(2))
+    res = wb.methods.NN4Post(progress=False, steps=2000).run(t, seed=1)
+    assert res.info["mode_search"]["modes"] == 3
+    np.testing.assert_allclose(_peak_weights(res.approximation, t), [0.05, 0.25, 0.70], atol=0.02)

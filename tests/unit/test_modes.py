@@ -30,3 +30,52 @@ def test_mode_search_skips_failed_starts_and_refuses_a_density_finite_nowhere():
     nowhere = wb.Target.from_numba(uf.nowhere_finite, dim=2, name="nowhere", validate=False)
     with pytest.raises(NonFiniteDensityError, match="found no point with a finite density"):
         wb.methods.MeanFieldVI(progress=False).run(nowhere, seed=0)
+
+
+def test_probes_give_a_diagonal_hessian_from_four_gradients_at_any_dimension():
+    t = wb.targets.gaussian(2000, scales="logspace")
+    x = np.random.default_rng(0).standard_normal(t.dim)
+    diag, settled, used = M.diagonal_by_probes(t, x)
+    assert settled and used == 4
+    np.testing.assert_allclose(diag, -1.0 / t.truth.sd**2, rtol=1e-4)
+    hess, used = M.curvature(t, x)  # above FULL_HESSIAN_MAX_DIM: the probes, not 2 d columns
+    assert hess.shape == (t.dim,) and used == 4
+
+
+def test_coupled_coordinates_fall_back_to_columns_when_the_budget_allows():
+    """A random-walk chain: each Hessian row has off-diagonal weight like its diagonal, so probes
+    cannot settle to 2%; the exact diagonal (2 d more gradients) is taken when affordable."""
+    d = 600
+    t = wb.Target.from_numba(uf.random_walk_chain, dim=d, name="chain")
+    exact = np.full(d, -2.0)
+    exact[-1] = -1.0  # the last coordinate has one neighbour; the first has its own prior term
+    _, settled, used = M.diagonal_by_probes(t, np.zeros(d))
+    assert not settled and used == 2 * M.PROBES_MAX
+    hess, used = M.curvature(t, np.zeros(d))
+    np.testing.assert_allclose(hess, exact, rtol=1e-5)
+    assert used == 2 * M.PROBES_MAX + 2 * d
+    rough, used = M.curvature(t, np.zeros(d), max_grad_evals=1000)  # columns unaffordable
+    assert used == 2 * M.PROBES_MAX and rough.shape == (d,)
+
+
+def test_a_quiet_search_stops_when_its_last_starts_found_nothing_new():
+    t = wb.targets.gaussian(4)
+    quiet = M.find_modes(t, np.random.default_rng(0), starts=2000, quiet=30)
+    assert quiet.settled and len(quiet.modes) == 1 and quiet.starts == 31  # the first run, then 30 quiet starts
+    # a floor of evaluations keeps it going past the quiet point
+    floor = M.find_modes(t, np.random.default_rng(0), starts=2000, quiet=30, min_search_grad_evals=2000)
+    assert floor.grad_evals >= 2000 and floor.starts > 31
+    # a cap that comes first leaves it unsettled when modes were still being found
+    m = wb.targets.gaussian_mixture(2, n_components=3, seed=0)
+    capped = M.find_modes(m, np.random.default_rng(0), starts=2000, quiet=10_000, max_grad_evals=3000)
+    assert not capped.settled and capped.grad_evals <= 3000
+
+
+def test_a_quiet_search_counts_only_modes_a_fit_would_use():
+    """With quiet_top=1 a lighter mode found later does not restart the quiet count."""
+    m = wb.targets.gaussian_mixture(2, weights=[0.2, 0.8], means=[-4.0, 4.0], scales=[1.0, 0.5])
+    x0 = np.array([4.0, 4.0])  # the first run lands on the heavier peak
+    every = M.find_modes(m, np.random.default_rng(1), starts=2000, quiet=20, x0=x0)
+    top = M.find_modes(m, np.random.default_rng(1), starts=2000, quiet=20, x0=x0, quiet_top=1)
+    assert len(every.modes) == 2
+    assert top.starts == 21 and top.starts < every.starts

@@ -21,29 +21,33 @@ def softplus_inv(s):
     return s + np.log(-np.expm1(-s))
 
 
-def components_from_modes(search: M.ModeSearch, k: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def components_from_modes(search: M.ModeSearch, k: int, rng, spare_weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(a, means, sds) of k components placed on the modes of a search.
 
     The best k modes by Laplace evidence get a component each, at the mode, with its mean-field
     sds; weights are the modes' shares of the evidence. With fewer modes than components, each
-    spare component joins the mode with the largest weight per component so far, one local sd
-    away in a random direction (a jitter of Mahalanobis length one, whatever d: spread, not
-    stacked, and not d/2 nats of KL away), and the mode's weight is shared.
+    spare component starts one local sd from the heaviest mode in a random direction, with the
+    negligible weight ``spare_weight``: the component adaptation then moves it to a mode the
+    search missed, or removes it, unless the fit gives it weight (a non-Gaussian peak).
+
+    Why not share the mode's weight among its components: components sharing a peak each carry
+    their own Monte Carlo noise, and together they fit the peak worse than one component does,
+    by more the larger d is. The ELBO then gives that peak less than its mass: measured on the
+    nn4post paper's 3-peak benchmark at N_d = 10^4 (main weight 0.70), the main peak ended at
+    0.67 with its weight shared three ways and at 0.698 with the spares negligible.
     """
     modes = search.modes[:k]
     log_z = np.array([m.log_z for m in modes])
     w = np.exp(log_z - np.logaddexp.reduce(log_z))
-    counts = np.ones(len(modes), dtype=int)
+    mu = [m.x for m in modes]
+    sd = [m.sd for m in modes]
+    weights = list(w)
     for _ in range(k - len(modes)):
-        counts[np.argmax(w / counts)] += 1
-    mu, sd, weights = [], [], []
-    for mode, wj, nj in zip(modes, w, counts):
-        for n in range(nj):
-            z = rng.standard_normal(mode.x.size)
-            mu.append(mode.x + (mode.sd * z / np.linalg.norm(z) if n > 0 else 0.0))
-            sd.append(mode.sd)
-            weights.append(max(wj / nj, 1e-6))
-    a = np.log(np.array(weights))
+        z = rng.standard_normal(modes[0].x.size)
+        mu.append(modes[0].x + modes[0].sd * z / np.linalg.norm(z))
+        sd.append(modes[0].sd)
+        weights.append(spare_weight)
+    a = np.log(np.maximum(np.array(weights), 1e-300))
     return a - a.mean(), np.array(mu), np.array(sd)
 
 

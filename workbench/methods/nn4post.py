@@ -36,6 +36,13 @@ from .vi_health import (
 
 INITS = ("modes", "box")
 MAX_SEARCH_STARTS = 2000
+SPARE_WEIGHT_FRACTION = 0.1
+"""Components beyond the modes found start at this fraction of ``c_accuracy``: below it, so the
+component adaptation sees them as free."""
+QUIET_STARTS = 100
+"""Past its share, the mode search stops when its last max(100, n / 2) starts found no new mode."""
+MAX_SEARCH_SHARE = 0.25
+"""The most of the budget the search may take while it keeps finding new modes."""
 
 @dataclass(frozen=True)
 class NN4Post(PSISResampled, Method):
@@ -62,12 +69,14 @@ class NN4Post(PSISResampled, Method):
         ``batch_factor=False`` drops the N_D / N_m factor on purpose [3.4.1].
     init : "modes" (default) or "box". "modes" searches the target for modes first
         (``workbench/modes.py``: L-BFGS from ``search_starts`` starts spread on a ladder of radii,
-        every gradient counted in the budget: as many starts as ``search_budget`` (5%) of the
-        gradient budget pays for, or without one 5% of the gradients the fit's steps will take,
-        at most 2,000 starts) and puts a component on each of the
-        best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
-        weights from the modes' Laplace evidences; components beyond the modes found start spread
-        by one local sd around the heaviest modes, not stacked on them. "box" is the paper's start: means
+        every gradient counted in the budget: it spends ``search_budget`` (5%) of the gradient
+        budget, or without one of the gradients the fit's steps will take, and goes on while it
+        finds new modes (among the best ``n_components``), until its last max(100, n / 2) of n
+        starts found none, at most 2,000 starts and 25% of the budget) and puts a component on
+        each of the best modes by Laplace evidence, with the mode's mean-field scales 1 / sqrt(-H_jj) and
+        weights from the modes' Laplace evidences; components beyond the modes found start one
+        local sd from the heaviest mode with a negligible weight (0.1 ``c_accuracy``), for the
+        component adaptation to move to modes the search missed. "box" is the paper's start: means
         uniform in a box of half-width ``init_range`` around the target's initial point (None
         gives sqrt(d), the sec. 7.1.1 scaling), sds ``init_scale`` (ln 2, i.e. zeta = 0).
         ``init_from``, when given, overrides both: a fitted Laplace result (or any
@@ -229,7 +238,7 @@ class NN4Post(PSISResampled, Method):
             zeta = np.tile(softplus_inv(sd), (k, 1))
             scale_mu = np.tile(sd, (k, 1))
         elif search is not None:
-            a, mu, sd = components_from_modes(search, k, rng)
+            a, mu, sd = components_from_modes(search, k, rng, SPARE_WEIGHT_FRACTION * self.c_accuracy)
             zeta = softplus_inv(sd)
             scale_mu = sd
         else:
@@ -274,9 +283,9 @@ class NN4Post(PSISResampled, Method):
         d = target.dim
         needed = M.min_grad_evals(d)
         if budget.grad_evals is None:
-            # without a budget the search may spend the same share of what the fit will spend
+            # without a budget the search's shares are of what the fit will spend
             steps = budget.steps if budget.steps is not None else (self.steps or DEFAULT_STEPS)
-            limit = max(needed, int(self.search_budget * steps * self.n_components * self.samples))
+            planned = steps * self.n_components * self.samples
         else:
             if budget.grad_evals < 2 * needed:
                 raise ValueError(
@@ -284,10 +293,13 @@ class NN4Post(PSISResampled, Method):
                     f"its mode search needs at least {needed} gradient evaluations and the fit as many again; "
                     f"give grad_budget >= {2 * needed} or init='box'"
                 )
-            limit = max(needed, int(self.search_budget * budget.grad_evals))
+            planned = budget.grad_evals
+        share = int(self.search_budget * planned)
+        limit = max(needed, share, int(MAX_SEARCH_SHARE * planned))
         starts = MAX_SEARCH_STARTS if self.search_starts is None else self.search_starts
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
-        return M.find_modes(target, rng, starts=starts, max_grad_evals=limit)
+        return M.find_modes(target, rng, starts=starts, max_grad_evals=limit, quiet=QUIET_STARTS,
+                            min_search_grad_evals=share, quiet_top=self.n_components)
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """The draws, and the fit's vectors of K x d parameters (about a dozen per restart)."""
@@ -397,6 +409,11 @@ class NN4Post(PSISResampled, Method):
                 f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
                 f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")
                 + ")"))
+            if not search.settled:
+                result.messages.insert(1, (
+                    f"mode search: still finding new modes when it stopped (its newest in the last half of "
+                    f"{search.starts} starts); modes may be missed: give search_budget (now {self.search_budget}) "
+                    "or search_starts more"))
         if moves:
             result.info["component_moves"] = moves
             moved = sum(m["kind"] == "moved" for m in moves)
