@@ -1,8 +1,9 @@
 """Dimension scaling: cost to a fixed accuracy, and accuracy at a fixed cost, from d = 2 upwards.
 
-Every method runs with the same gradient budget on the isotropic Gaussian, the Gaussian
-mixture and the funnel at each dimension d (2 to 100 in the quick mode, to 1,000 in the full
-mode, and 10,000 for the cheap methods). Accuracy at fixed cost is the mean marginal W1
+Every method (the samplers RWM, HMC, NUTS, MAMS and MCLMC; importance sampling; the VI methods)
+runs with the same gradient budget on the isotropic Gaussian, the Gaussian mixture and the
+funnel at each dimension d (2 to 100 in the quick mode, to 1,000 in the full mode, and 10,000
+for the cheap methods). Accuracy at fixed cost is the mean marginal W1
 distance (in sd units); the cost to a fixed accuracy is the gradients (and seconds) needed for
 a bulk ESS of 100, i.e. a Monte Carlo error of 0.1 sd, extrapolated from each run's ESS. On the
 Gaussian the fitted log-log slopes are printed beside the theory: random-walk Metropolis's
@@ -55,6 +56,10 @@ def methods_for(d: int, budget: int) -> list[tuple[str, dict]]:
         ("HMC", {"method": "HMC", "target_accept": 0.651, "warmup": int(np.clip(budget // 80, 50, 500)),
                  "draws": min(budget // 8, cap), **quiet}),
         ("NUTS", {"method": "NUTS", "warmup": int(np.clip(budget // 100, 50, 500)), "draws": min(budget // 4, cap), **quiet}),
+        # the microcanonical samplers at their defaults, their tuning in the budget (MCLMC keeps
+        # every 4th of its two-gradient steps)
+        ("MAMS", {"method": "MAMS", "draws": min(budget // 4, cap), **quiet}),
+        ("MCLMC", {"method": "MCLMC", "thin": 4, "draws": min(budget // 8, cap), **quiet}),
         ("IS", {"method": "ImportanceSampling", "n": min(budget, cap)}),
         ("MeanFieldVI", {"method": "MeanFieldVI", "steps": budget // 10, "draws": min(2000, cap), "progress": False}),
         ("FullRankVI", {"method": "FullRankVI", "steps": budget // 10, "draws": min(2000, cap), "progress": False}),

@@ -4,10 +4,10 @@ At temperature b every particle takes ``mcmc_steps`` Metropolis-Hastings moves t
 
     log pi_b(x) = b log p(x) + (1 - b) log p0(x),    grad = b grad log p + (1 - b) grad log p0,
 
-either HMC (``n_leapfrog`` leapfrog steps with a diagonal metric, the step size jittered by
-+-``jitter`` per move) or a Gaussian random walk (one density evaluation per move, proposal
-sds ``step`` x sqrt(inv_mass)). The metric ``inv_mass`` (the particles' variances) and the
-step size are set by the caller from the particles before each stage: the adaptive SMC
+either HMC (``n_leapfrog`` leapfrog steps, the step size jittered by +-``jitter`` per move)
+or a Gaussian random walk (one density evaluation per move), both preconditioned by a
+covariance: its Cholesky factor ``chol``, or the diagonal ``inv_mass``. The metric and the
+step size are set by the caller from the particles before each move: the adaptive SMC
 sampler of Buchholz, Chopin and Jacob (2021, "Adaptive tuning of Hamiltonian Monte Carlo
 within sequential Monte Carlo", Bayesian Analysis 16(3)), in its simplest form.
 

@@ -106,6 +106,9 @@ def test_a_density_nan_everywhere_or_zero_everywhere_is_a_clear_error():
     ({"reference": "flat"}, "reference must be None"),
     ({"reference": wb.approximations.StudentT(np.zeros(2), np.eye(2))}, "reference must be None"),
     ({"runs": 0}, "runs must be an integer >= 1"),
+    ({"metric": "full"}, "metric must be one of"),
+    ({"mcmc_steps": 5, "max_mcmc_steps": 2}, r"max_mcmc_steps \(2\) must be at least mcmc_steps \(5\)"),
+    ({"decorrelation": 1.5}, r"decorrelation must lie in \[0, 1\]"),
 ])
 def test_bad_settings_are_refused_by_name(settings, match):
     with pytest.raises(ValueError, match=match):
@@ -124,3 +127,56 @@ def test_one_run_has_no_standard_error_and_says_so():
     res = wb.methods.SMC(particles=200, runs=1, progress=False).run(GAUSS, seed=0)
     assert res.log_z_se is None and math.isfinite(res.log_z)
     assert any("no standard error" in m for m in res.messages)
+
+
+def _tempered_gaussian_particles(beta, n=2000, d=50, seed=0):
+    """Exact draws of p0^(1-b) p^b for p the 0.8-correlated Gaussian and p0 = N(0, 10^2 I)."""
+    target = wb.targets.gaussian(d, correlation=0.8)
+    precision = beta * np.linalg.inv(target.truth.cov) + (1 - beta) * np.eye(d) / 100
+    cov = np.linalg.inv(precision)
+    x = np.random.default_rng(seed).multivariate_normal(np.zeros(d), cov, size=n)
+    return target, precision, np.ascontiguousarray(x)
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["other_half", "own_particles"])
+def test_each_half_moved_with_the_other_halfs_metric_keeps_the_tempered_density(split):
+    """A metric re-estimated from the very particles it moves stretches each particle's moves along
+    where it already is, and the population settles too wide (E[x' P x] = d + about d^2 / n);
+    with each half moved by the other half's covariance, the kernel is fixed for the particles
+    it moves and the exact draws stay exact."""
+    from workbench.methods.smc import _particle_metric, split_halves
+    from workbench.smc import mutation as M
+    from workbench.smc.reference import diagonal_gaussian
+
+    beta, n, d = 0.05, 2000, 50
+    target, precision, x = _tempered_gaussian_particles(beta, n, d)
+    ref = diagonal_gaussian(np.zeros(d), 10.0, "wide")
+    grads, lp = np.empty_like(x), np.empty(n)
+    stop = np.zeros(2, dtype=np.int64)
+    M.evaluate.for_target(target)(target.kernel_logp_grad, target.kernel_data, x, grads, lp, stop)
+    lp0 = ref.logpdf(x)
+    log_w = np.zeros(n)
+    settings = M.mutation_settings(kind=M.KERNEL_HMC, n_leapfrog=3, mcmc_steps=1, step=0.9, jitter=0.3)
+    mutate, rng, counts = M.mutate.for_target(target), np.random.default_rng(1), np.zeros(3, dtype=np.int64)
+    halves = split_halves(n) if split else [(slice(0, n), slice(0, n))]
+    for _ in range(40):
+        for moving, other in halves:
+            inv_mass, chol = _particle_metric(x[other], log_w[other], np.ones(d), dense=True)
+            mutate(target.kernel_logp_grad, target.kernel_data, x[moving], grads[moving], lp[moving], lp0[moving],
+                   log_w[moving], rng, beta, ref.mean, ref.precision, ref.log_norm, inv_mass, chol, settings, stop, counts)
+    quadratic = np.einsum("ni,ij,nj->n", x, precision, x)  # chi^2_d for exact draws
+    z = (quadratic.mean() - d) / math.sqrt(2 * d / n)
+    if split:
+        assert abs(z) < 4, z
+    else:
+        assert z > 4, z  # the control: the check sees the bias it guards against
+
+
+def test_extra_moves_run_until_the_particles_forget_their_start_and_stop_at_the_most():
+    gauss = wb.methods.SMC(runs=1, particles=500, progress=False).run(wb.targets.gaussian(10), seed=0)
+    assert np.all(gauss.stats["moves"] >= 5) and np.all(gauss.stats["correlation"] < 0.1)
+    # on separated peaks the particles keep their peak: every late stage makes the most moves
+    mixture = wb.targets.gaussian_mixture(dim=10, n_components=3, seed=0)
+    res = wb.methods.SMC(runs=1, particles=500, max_mcmc_steps=12, progress=False).run(mixture, seed=0)
+    assert res.stats["moves"].max() == 12 and res.stats["moves"][-1] == 12
+    assert np.all((res.stats["moves"] == 12) | (res.stats["correlation"] < 0.1))
