@@ -13,6 +13,8 @@ EVIDENCE_TARGETS = {
     "gaussian(10)": lambda: wb.targets.gaussian(dim=10, scales="logspace"),
     "linear_regression": lambda: wb.targets.linear_regression(dataset="diabetes"),
     "gaussian_mixture(10, 3)": lambda: wb.targets.gaussian_mixture(dim=10, n_components=3),
+    # correlated: the moves need the particles' full covariance (a diagonal metric mixes slowly)
+    "gaussian(12, correlation=0.8)": lambda: wb.targets.gaussian(dim=12, correlation=0.8),
 }
 
 
