@@ -50,3 +50,20 @@ def test_low_rank_gaussian_refuses_a_covariance_that_is_not_positive_definite():
         LowRankGaussian(np.zeros(2), np.ones(2), np.eye(2), -2.0 * np.eye(2))
     with pytest.raises(np.linalg.LinAlgError):
         LowRankGaussian(np.zeros(2), np.array([1.0, -1.0]), np.eye(2), np.eye(2))
+
+
+def test_mixture_logpdf_in_blocks_matches_scipy(monkeypatch):
+    """The mixture density is evaluated a component and a block of points at a time (O(block x d)
+    memory); blocks of 3 points give scipy's values, as one block does."""
+    from scipy import stats
+
+    import workbench.approximations as A
+
+    rng = np.random.default_rng(0)
+    q = A.GaussianMixture(np.array([0.2, 0.3, 0.5]), rng.standard_normal((3, 7)), np.exp(rng.standard_normal((3, 7))))
+    x = rng.standard_normal((50, 7))
+    exact = np.log(sum(w * stats.multivariate_normal(m, np.diag(s**2)).pdf(x)
+                       for w, m, s in zip(q.weights, q.means, q.scales)))
+    np.testing.assert_allclose(q.logpdf(x), exact, rtol=1e-12)
+    monkeypatch.setattr(A, "_BLOCK_FLOATS", 21)
+    np.testing.assert_allclose(q.logpdf(x), exact, rtol=1e-12)

@@ -411,9 +411,9 @@ class NN4Post(PSISResampled, Method):
                 + ")"))
             if not search.settled:
                 result.messages.insert(1, (
-                    f"mode search: still finding new modes when it stopped (its newest in the last half of "
-                    f"{search.starts} starts); modes may be missed: give search_budget (now {self.search_budget}) "
-                    "or search_starts more"))
+                    f"mode search: its share of the budget ended after {search.starts} start(s), before "
+                    f"{QUIET_STARTS} starts in a row found no new mode; modes may be missed: give more budget or "
+                    f"steps, or a larger search_budget (now {self.search_budget})"))
         if moves:
             result.info["component_moves"] = moves
             moved = sum(m["kind"] == "moved" for m in moves)
