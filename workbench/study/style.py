@@ -36,12 +36,16 @@ METHOD_STYLES = {
     "Pathfinder": Style("#332288", "<"),
     "FullRankVI": Style("#117733", ">"),
     "SMC": Style("#AA4499", "p"),
+    "MAMS": Style("#CC6677", "d"),
+    "MCLMC": Style("#888888", "8"),
+    "DADVI": Style("#DDCC77", "H"),
+    "BatchAndMatch": Style("#661100", "+"),
 }
 
 # short names some studies use for a method in their tables
 ALIASES = {"RWM": "RandomWalkMH", "IS": "ImportanceSampling", "IMH": "IndependenceMH", "MFVI": "MeanFieldVI"}
 
-_SPARE_COLOURS = ("#CC6677", "#DDCC77", "#88CCEE", "#6699CC", "#661100", "#888888", "#4477AA")
+_SPARE_COLOURS = ("#88CCEE", "#6699CC", "#4477AA", "#EE6677", "#CCBB44", "#AA3377", "#BBBBBB")
 _SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
 

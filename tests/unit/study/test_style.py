@@ -8,3 +8,16 @@ def test_every_method_of_a_figure_gets_its_own_colour_and_the_same_one_everywher
     styles = method_styles(labels)
     assert len({(s.colour, s.linestyle, s.marker) for s in styles.values()}) == len(labels)
     assert method_styles(["NUTS"])["NUTS"] == styles["NUTS"]  # a method's style does not depend on the figure
+
+
+def test_every_library_method_has_its_own_fixed_colour():
+    """A method without a fixed style would take a spare colour that can sit close to another
+    method's (BatchAndMatch once drew in a blue beside NUTS's)."""
+    import workbench as wb
+    from workbench.study.style import _SPARE_COLOURS, METHOD_STYLES
+
+    names = [m if isinstance(m, str) else m.__name__ for m in wb.methods.METHODS]
+    assert set(names) <= set(METHOD_STYLES), set(names) - set(METHOD_STYLES)
+    colours = [s.colour.lower() for s in METHOD_STYLES.values()]
+    assert len(set(colours)) == len(colours)
+    assert not set(colours) & {c.lower() for c in _SPARE_COLOURS}
