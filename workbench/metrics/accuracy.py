@@ -13,6 +13,7 @@ sd_err_max / _mean     |sd_hat / sd - 1|, max and mean over coordinates (relativ
 w1_max / w1_mean       1-D Wasserstein-1 distance per marginal / sd, worst and mean
 sliced_w1              sliced Wasserstein-1 of the joint, on coordinates standardised by sd
 log_z_err              result.log_z - truth.log_z (signed), where both exist
+log_z_z                log_z_err / result.log_z_se: the error in its own standard errors
 mode_weight_err_max    max_k |share of draws nearest peak k - w_k| (mixtures)
 ess_bulk_min           min over coordinates of ArviZ's bulk ESS; Kish ESS for weighted draws
 ess_tail_min           min tail ESS, ArviZ's convention (NaN for weighted draws)
@@ -67,6 +68,7 @@ METRIC_KEYS = (
     "w1_mean",
     "sliced_w1",
     "log_z_err",
+    "log_z_z",
     "mode_weight_err_max",
     "ess_bulk_min",
     "ess_tail_min",
@@ -218,6 +220,8 @@ def evaluate(
 
     if truth is not None and truth.log_z is not None and result.log_z is not None:
         row["log_z_err"] = float(result.log_z - truth.log_z)
+        if result.log_z_se is not None and result.log_z_se > 0:
+            row["log_z_z"] = row["log_z_err"] / float(result.log_z_se)
 
     if truth is not None and "assign_component" in truth.extras and finite:
         comp = truth.extras["assign_component"](x)

@@ -162,3 +162,12 @@ def test_a_fit_far_from_the_answer_is_flagged_in_its_row():
     assert health_flags([row["fit_warning"]]) == "far from the answer"
     exact = wb.metrics.evaluate(wb.methods.Exact(chains=2, draws=500).run(t, seed=0), t)
     assert "fit_warning" not in exact
+
+
+def test_log_z_z_is_the_error_in_the_results_own_standard_errors():
+    t = wb.targets.gaussian(3, mean=[1.0, -1.0, 0.5], scales=[0.5, 1.0, 2.0])
+    res = wb.methods.ImportanceSampling(n=2000).run(t, seed=0)
+    row = metrics.evaluate(res, t)
+    assert row["log_z_z"] == pytest.approx((res.log_z - t.truth.log_z) / res.log_z_se)
+    exact = metrics.evaluate(wb.methods.Exact(chains=1, draws=50).run(t, seed=0), t)
+    assert math.isnan(exact["log_z_z"])  # an exact log Z has no standard error
