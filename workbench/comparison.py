@@ -127,6 +127,10 @@ def _healthy(flags: pd.Series) -> bool:
     return all(str(f) in ("ok", "", "nan") for f in flags)
 
 
+UNADJUSTED = ("MCLMC",)
+"""Methods without a Metropolis test: their draws carry a bias that the recommendation names."""
+
+
 def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     """One paragraph: the most accurate healthy method at the largest budget, and why."""
     ok = table[(table["status"] == "ok") & np.isfinite(table[SCORE].astype(float))]
@@ -149,6 +153,9 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     parts.append(f", for {row['grads']:,.0f} gradients")
     parts.append(", and its diagnostics are clean." if row["healthy"] else
                  ", although no method's diagnostics are clean: read its health column before trusting it.")
+    if best in UNADJUSTED:
+        parts.append(f" {best} is unadjusted (no accept/reject step): its error includes a bias set by its tuning, "
+                     "which more gradients do not remove.")
     exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
     floor = float(exact.median()) if len(exact) else 0.0
     # differences within the Monte Carlo floor (what exact i.i.d. draws of the same size score)

@@ -142,3 +142,10 @@ def test_the_page_says_which_remedy_made_the_reference_pass():
     assert "passes posteriordb's standard" in note
     assert note.endswith("The first run failed posteriordb's standard; run 2 (passed) used target_accept 0.95, "
                          "warmup 1,500 and 2,500 draws per chain.")
+
+
+def test_the_recommendation_says_when_its_pick_is_unadjusted():
+    rows = [("MCLMC", 1e5, "ok", 0.03, 1e5, "ok"), ("NUTS", 1e5, "ok", 0.05, 1e5, "ok")]
+    assert "MCLMC is unadjusted (no accept/reject step)" in recommendation(_table(rows))
+    rows[0] = ("MCLMC", 1e5, "ok", 0.08, 1e5, "ok")  # NUTS is picked: nothing to say
+    assert "unadjusted" not in recommendation(_table(rows))
