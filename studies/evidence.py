@@ -80,7 +80,8 @@ def calibration(table: pd.DataFrame) -> pd.DataFrame:
     if "part" not in table:
         return pd.DataFrame()
     c = table[(table["part"] == "calibration") & (table["status"] == "ok")]
-    rows = [{"target": t, "seeds": len(g), "log_z_err_mean": g["log_z_err"].mean(), "log_z_err_sd": g["log_z_err"].std(),
+    rows = [{"target": t, "seeds": len(g),
+             "log_z_err_mean": g["log_z_err"].mean(), "log_z_err_sd": g["log_z_err"].std(),
              "z_mean": g["log_z_z"].mean(), "z_sd": g["log_z_z"].std(), "grad_evals": g["grad_evals"].median()}
             for t, g in c.groupby("target", sort=False)]
     return pd.DataFrame(rows)
@@ -159,7 +160,8 @@ def report(run, folder) -> Page:
             "SMC: 4 independent runs, each tempering from the target's prior (the regression) or N(initial point, "
             "10^2 I) to the target with the conditional ESS kept at 0.9 per stage, 5 HMC moves of 3 leapfrog steps "
             "per particle per stage (more, up to 20, while the particles still remember where the stage started), "
-            "preconditioned by the particles' covariance; the budget sets the particles per run (budget / 2,000, between 25 and 2,000). "
+            "preconditioned by the particles' covariance; the budget sets the particles per run (budget / 2,000, "
+            "between 25 and 2,000). "
             "When a budget runs out before the ladder reaches 1 the run ends with one importance step (its "
             "messages say so); the 10^7 budget is the default SMC (4 x 2,000 particles), which spends less.",
             "IS uses the default wide Student-t proposal (df 3, scale 3 around the initial point) with n = budget. "

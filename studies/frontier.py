@@ -4,13 +4,13 @@ NUTS (diag and low-rank), MAMS, MCLMC, HMC and the Gaussian VI methods (FullRank
 BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI with PSIS-resampled draws: what importance
 weighting rescues of a fit) at a grid of gradient budgets on an ill-conditioned 100-d Gaussian
 (sds 0.1 to 10), a rotated Gaussian, the banana, the funnel, a logistic regression and a
-latent-variable model (a Brownian motion with missing data). Accuracy is b^2, the squared error of the running second moments in units of their
-variance (``workbench/metrics/b2.py``), its worst coordinate (b2_max) and mean (b2_avg),
-median over chains: b^2 = 0.01 is about 100 effective draws. Every method's tuning is in its
-budget. From each method's largest-budget run, the gradients after which b^2 stays below
-0.01 (tuning included, and apart, as the MAMS paper counts). The paper's factors (gradients to
-b2_max < 0.01, MAMS against NUTS; Robnik, Cohn-Gordon and Seljak 2025, Table 1) are shown
-beside ours.
+latent-variable model (a Brownian motion with missing data). Accuracy is b^2, the squared
+error of the running second moments in units of their variance (``workbench/metrics/b2.py``),
+its worst coordinate (b2_max) and mean (b2_avg), median over chains: b^2 = 0.01 is about 100
+effective draws. Every method's tuning is in its budget. From each method's largest-budget
+run, the gradients after which b^2 stays below 0.01 (tuning included, and apart, as the MAMS
+paper counts). The paper's factors (gradients to b2_max < 0.01, MAMS against NUTS; Robnik,
+Cohn-Gordon and Seljak 2025, Table 1) are shown beside ours.
 
     python studies/frontier.py [--quick] [--executor local|serial|dask]
 """
@@ -69,7 +69,8 @@ def grid(quick: bool) -> list[Cell]:
                     cells.append(Cell(spec, _sampler(name, budget), seed, budget, extra="b2_crossing",
                                       labels={"target": label, "method": name}))
                 for name in QUICK_VI if quick else VI:
-                    method = {"method": name.removesuffix(" (psis)"), **({"progress": False} if name != "DADVI" else {}),
+                    method = {"method": name.removesuffix(" (psis)"),
+                              **({"progress": False} if name != "DADVI" else {}),
                               **({"psis": True} if name.endswith("(psis)") else {})}
                     cells.append(Cell(spec, method, seed, budget, extra="b2_crossing",
                                       labels={"target": label, "method": name}))

@@ -21,7 +21,8 @@ def softplus_inv(s):
     return s + np.log(-np.expm1(-s))
 
 
-def components_from_modes(search: M.ModeSearch, k: int, rng, spare_weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def components_from_modes(search: M.ModeSearch, k: int, rng,
+                          spare_weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(a, means, sds) of k components placed on the modes of a search.
 
     The best k modes by Laplace evidence get a component each, at the mode, with its mean-field
@@ -47,7 +48,7 @@ def components_from_modes(search: M.ModeSearch, k: int, rng, spare_weight: float
         mu.append(modes[0].x + modes[0].sd * z / np.linalg.norm(z))
         sd.append(modes[0].sd)
         weights.append(spare_weight)
-    a = np.log(np.maximum(np.array(weights), 1e-300))
+    a = np.log(np.maximum(np.array(weights), 1e-6))  # a mode of negligible evidence still gets a finite logit
     return a - a.mean(), np.array(mu), np.array(sd)
 
 
@@ -115,7 +116,11 @@ class ComponentAdapter:
             if not math.isfinite(log_ratio[j]):
                 break
             log_ratio[j] = -math.inf  # the next component starts from the next-worst draw
-            limit = M.LBFGS_MAX_CALLS_PER_DIM * (d + 20) if budget_left is None else max(budget_left - spent - 2 * d, 2)
+            # the ascent leaves room for the curvature at its optimum, which is then held to the rest
+            reserve = M.curvature_grad_evals(d)
+            if budget_left is not None and budget_left - spent < reserve + 2:
+                break
+            limit = M.LBFGS_MAX_CALLS_PER_DIM * (d + 20) if budget_left is None else budget_left - spent - reserve
             x_opt, lp, calls = M._ascend(target, x[j], limit)
             spent += calls
             covered = not math.isfinite(lp) or any(
@@ -123,7 +128,8 @@ class ComponentAdapter:
             )
             sd = None
             if not covered:
-                sd, log_z, calls = M.laplace_summary(target, x_opt, lp)
+                room = math.inf if budget_left is None else budget_left - spent
+                sd, log_z, calls = M.laplace_summary(target, x_opt, lp, room)
                 spent += calls
             if sd is None:
                 self._remove(i, a, c, r, mu, sigma, lr_scale, state, n_par)

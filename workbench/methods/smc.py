@@ -270,9 +270,9 @@ class SMC(Method):
               control, counts) -> tuple[float, int, float, float, np.ndarray]:
         """One stage's moves, in place: at least ``mcmc_steps``, then more until the particles
         have decorrelated from where the stage started (see ``decorrelation``), at most
-        ``max_mcmc_steps`` and never past ``limit`` gradients (the extra moves only). Returns (mean acceptance, moves,
-        the last correlation, the adapted step, the last variances: kept where the particles
-        collapse)."""
+        ``max_mcmc_steps``; the extra moves never pass ``limit`` gradients. Returns (mean
+        acceptance, moves, the last correlation, the adapted step, the last variances: kept
+        where the particles collapse)."""
         n = x.shape[0]
         start = x.copy()
         accepted, moves, correlation = 0.0, 0, math.nan
