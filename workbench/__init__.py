@@ -15,7 +15,7 @@ import importlib
 # workers pay only for what they use.
 _NAMES = {
     "NonFiniteDensityError": "errors", "SlowGradientWarning": "errors", "TargetError": "errors",
-    "WorkbenchError": "errors", "CacheWarning": "errors",
+    "WorkbenchError": "errors", "CacheWarning": "errors", "LongRunWarning": "errors",
     "Reference": "references", "reference": "references",
     "Budget": "result", "Cost": "result", "Result": "result",
     "GradientCheck": "gradient_check", "Target": "target", "Truth": "truth", "check_gradient": "gradient_check",
@@ -65,6 +65,7 @@ __all__ = [
     "NonFiniteDensityError",
     "Result",
     "SlowGradientWarning",
+    "LongRunWarning",
     "Target",
     "TargetError",
     "Truth",

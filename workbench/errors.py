@@ -61,6 +61,11 @@ class SlowGradientWarning(UserWarning):
     """A target's gradient is computed by finite differences (2 d + 1 densities per gradient)."""
 
 
+class LongRunWarning(UserWarning):
+    """A run is on course to take long (an estimate from its own pace, made early in the run):
+    it says how long and how to stop it while keeping what it made (Ctrl-C)."""
+
+
 def format_point(theta: np.ndarray, max_items: int = 6) -> str:
     """A short readable rendering of a point for error messages."""
     theta = np.asarray(theta, dtype=float).ravel()

@@ -33,7 +33,7 @@ may exceed a very small limit: ``min_grad_evals`` says how many it needs).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -244,6 +244,7 @@ def find_modes(
     quiet: int | None = None,
     min_search_grad_evals: int = 0,
     quiet_top: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> ModeSearch:
     """Search ``target`` for modes (see the module docstring).
 
@@ -259,6 +260,8 @@ def find_modes(
     spread : the ladder of start radii reaches ``spread * max(sqrt(d), 3)`` first-mode sds.
     merge : optima within this many local sds of a mode in every coordinate are that mode.
     max_grad_evals : stop starting new runs when this many gradients are spent.
+    on_progress : called as on_progress(gradients spent, max_grad_evals) after each start (a
+        caller's progress report or time estimate).
 
     Raises NonFiniteDensityError when no start at all reaches a point with finite density and a
     positive definite curvature.
@@ -330,6 +333,8 @@ def find_modes(
         n_started += 1
         if consider(x0 + scale * rng.standard_normal(d) * rho, limit - used):
             last_new = n_started
+        if on_progress is not None and math.isfinite(limit):
+            on_progress(used, int(limit))
     settled = quiet is None or quiet_enough()
     fallback = False
     if not modes and (best_unconverged[0] is not None or saddles):

@@ -79,3 +79,14 @@ def test_a_quiet_search_counts_only_modes_a_fit_would_use():
     top = M.find_modes(m, np.random.default_rng(1), starts=2000, quiet=20, x0=x0, quiet_top=1)
     assert len(every.modes) == 2
     assert top.starts == 21 and top.starts < every.starts
+
+
+def test_the_search_reports_its_progress_against_its_limit_after_each_start():
+    t = wb.targets.gaussian_mixture(3, weights=[0.2, 0.8], means=[-4.0, 4.0], scales=[1.0, 0.5])
+    calls = []
+    search = M.find_modes(t, np.random.default_rng(0), starts=20, max_grad_evals=5000,
+                          on_progress=lambda used, total: calls.append((used, total)))
+    assert len(calls) == search.starts - 1  # every start after the first from the initial point
+    assert {total for _, total in calls} == {5000}
+    spent = [used for used, _ in calls]
+    assert spent == sorted(spent) and spent[-1] == search.grad_evals

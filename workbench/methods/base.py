@@ -26,6 +26,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ..cache import object_digest
-from ..errors import DensityError, TargetError, WorkbenchError, format_point
+from ..errors import DensityError, LongRunWarning, TargetError, WorkbenchError, format_point
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Cost, Result
 from ..target import Target
@@ -122,6 +123,64 @@ class RunClock:
 # ------------------------------------------------------------------------------ threads
 
 
+# A run on course to take longer than LONG_RUN_SECONDS says so (LongRunWarning), with the
+# estimate, once PACE_SECONDS of it have passed: the pace of a fraction of a second is noise,
+# and a run's own pace needs no timed call of the density outside its count.
+LONG_RUN_SECONDS = 300.0
+PACE_SECONDS = 3.0
+
+
+def duration_estimate(elapsed: float, done: int, total: int) -> float | None:
+    """Seconds the whole run will take at the pace of its first ``done`` of ``total``
+    iterations (None before the first is done)."""
+    if done <= 0 or total <= 0:
+        return None
+    return elapsed * total / min(done, total)
+
+
+KEEPS_WHAT_IT_MADE = "Ctrl-C stops it and keeps what it has made, or give it fewer steps or a budget"
+
+
+def long_run_message(description: str, elapsed: float, done: int, total: int, unit: str = "iterations",
+                     advice: str = KEEPS_WHAT_IT_MADE) -> str | None:
+    """The LongRunWarning's text when the run is on course to pass LONG_RUN_SECONDS."""
+    estimate = duration_estimate(elapsed, done, total)
+    if estimate is None or estimate <= LONG_RUN_SECONDS:
+        return None
+    return (f"{description}: about {_duration(estimate)} at the pace of its first {done:,} of {total:,} {unit} "
+            f"({elapsed:.1f} s); {advice}")
+
+
+class PaceWatch:
+    """Warns once (:class:`LongRunWarning`) when a loop's own pace, once ``PACE_SECONDS`` of it
+    have passed, says it will take longer than ``LONG_RUN_SECONDS``. Call it with (done, total)
+    as the loop goes."""
+
+    def __init__(self, description: str, unit: str = "iterations", advice: str = KEEPS_WHAT_IT_MADE):
+        self.description, self.unit, self.advice = description, unit, advice
+        self.started = time.perf_counter()
+        self.estimated = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.estimated or done <= 0:
+            return
+        elapsed = time.perf_counter() - self.started
+        if elapsed < PACE_SECONDS:
+            return
+        self.estimated = True
+        message = long_run_message(self.description, elapsed, done, total, self.unit, self.advice)
+        if message is not None:
+            warnings.warn(message, LongRunWarning, stacklevel=3)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _progress_enabled(progress) -> bool:
     if progress is not None:
         return bool(progress)
@@ -146,6 +205,8 @@ def run_in_threads(
     was made. A task that raises (the target's density raising part-way, say) stops the
     others too; with ``errors`` (a dict) its exception is stored there under its index and
     its output is None, so the caller can keep what the tasks made; without, it is raised.
+    A run on course to take longer than ``LONG_RUN_SECONDS`` says so early, with the estimate
+    (:class:`LongRunWarning`, from its own pace: :class:`PaceWatch`).
     """
     tasks = controls.shape[0]
     workers = threads or min(tasks, os.cpu_count() or 1)
@@ -155,14 +216,17 @@ def run_in_threads(
 
         bar = tqdm(total=tasks * total_per_task, desc=description, unit="it", leave=False)
     interrupted = False
+    pace = PaceWatch(description)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, i) for i in range(tasks)]
         try:
             while wait(futures, timeout=0.1).not_done:  # returns as soon as all are done
                 if any(f.done() and f.exception() is not None for f in futures):
                     controls[:, C_STOP] = 1  # one task failed: the others stop where they are
+                done = int(controls[:, C_PROGRESS].sum())
+                pace(done, tasks * total_per_task)
                 if bar is not None:
-                    bar.n = int(controls[:, C_PROGRESS].sum())
+                    bar.n = done
                     bar.refresh()
         except KeyboardInterrupt:
             interrupted = True

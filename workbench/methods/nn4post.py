@@ -19,7 +19,7 @@ from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
-from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
+from .base import Method, PaceWatch, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
 from .component_adaptation import ComponentAdapter, softplus_inv, components_from_modes
 from .vi_health import (
     DEFAULT_STEPS,
@@ -298,8 +298,11 @@ class NN4Post(PSISResampled, Method):
         limit = max(needed, share, int(MAX_SEARCH_SHARE * planned))
         starts = MAX_SEARCH_STARTS if self.search_starts is None else self.search_starts
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
+        pace = PaceWatch(f"{self.name}'s mode search on {target.name} (up to {limit:,} gradients, "
+                         f"{MAX_SEARCH_SHARE:.0%} of the run's; it stops sooner once it finds no new modes)",
+                         unit="gradients", advice="give it fewer steps or a budget, or init='box' to skip it")
         return M.find_modes(target, rng, starts=starts, max_grad_evals=limit, quiet=QUIET_STARTS,
-                            min_search_grad_evals=share, quiet_top=self.n_components)
+                            min_search_grad_evals=share, quiet_top=self.n_components, on_progress=pace)
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """The draws, and the fit's vectors of K x d parameters (about a dozen per restart)."""

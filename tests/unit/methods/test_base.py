@@ -125,3 +125,49 @@ def test_settings_record_an_object_by_its_content_not_its_type_alone():
     assert a.settings()["proposal"].startswith("Gaussian#")
     assert a.settings()["proposal"] != b.settings()["proposal"]
     assert a.settings()["proposal"] == again.settings()["proposal"]
+
+
+def test_the_duration_estimate_is_the_pace_of_the_done_iterations():
+    from workbench.methods.base import LONG_RUN_SECONDS, duration_estimate, long_run_message
+
+    assert duration_estimate(2.0, 0, 100) is None  # no pace before the first iteration
+    assert duration_estimate(2.0, 10, 100) == pytest.approx(20.0)
+    assert long_run_message("NN4Post on t", 2.0, 10, 100) is None  # 20 s: not long
+    slow = long_run_message("NN4Post on t", 6.0, 2, 2000)  # 6,000 s
+    assert LONG_RUN_SECONDS < 6000.0
+    assert "NN4Post on t" in slow and "about 100 min" in slow and "first 2 of 2,000" in slow and "Ctrl-C" in slow
+
+
+def test_a_run_on_course_to_take_long_says_so_while_it_runs(monkeypatch):
+    """The warning comes from the polling loop while the tasks run (made immediate here by
+    setting the thresholds to 0): each task waits until the warning has been given."""
+    import threading
+    import warnings
+
+    from workbench.jit import C_PROGRESS
+    from workbench.methods import base
+
+    monkeypatch.setattr(base, "PACE_SECONDS", 0.0)
+    monkeypatch.setattr(base, "LONG_RUN_SECONDS", 0.0)
+    controls = np.zeros((2, 2), dtype=np.int64)
+    warned = threading.Event()
+
+    def run_one(i):
+        controls[i, C_PROGRESS] = 1
+        return warned.wait(timeout=30.0)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        def watch():
+            while not warned.is_set():
+                if any(issubclass(w.category, wb.LongRunWarning) for w in caught):
+                    warned.set()
+                threading.Event().wait(0.01)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        outputs, interrupted = base.run_in_threads(run_one, controls, 10, progress=False, description="Slow on t")
+        warned.set()
+    assert outputs == [True, True] and not interrupted
+    long_runs = [w for w in caught if issubclass(w.category, wb.LongRunWarning)]
+    assert len(long_runs) == 1 and "Slow on t" in str(long_runs[0].message)

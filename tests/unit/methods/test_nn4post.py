@@ -36,3 +36,13 @@ def test_traces_and_results():
 def test_bad_settings_are_named(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_a_mode_search_on_course_to_take_long_says_so_with_its_estimate(monkeypatch):
+    from workbench.methods import base
+
+    monkeypatch.setattr(base, "PACE_SECONDS", 0.0)  # estimate at the first start...
+    monkeypatch.setattr(base, "LONG_RUN_SECONDS", 0.0)  # ...and call any run long
+    t = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0])
+    with pytest.warns(wb.LongRunWarning, match=r"NN4Post's mode search on .*gradients.*init='box'"):
+        wb.methods.NN4Post(n_components=2, steps=200, draws=100, progress=False).run(t, seed=0)
