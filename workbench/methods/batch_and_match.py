@@ -97,6 +97,13 @@ class BatchAndMatch(PSISResampled, Method):
         check_positive_int("chains", self.chains)
         check_positive_int("draws", self.draws)
 
+    def memory_needs(self, target: Target, budget: Budget) -> dict:
+        """The draws, the batch, and the update's d x d matrices (Sigma, its Cholesky factor, C,
+        Gamma, U, V, U V, its square root and the solve's copies: about ten)."""
+        d = target.dim
+        return {"draws": 8 * self.chains * self.draws * d, "batch": 8 * 2 * self.batch_size * d,
+                "update (d x d matrices)": 8 * 10 * d * d}
+
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         khat_draws = khat_reserve(budget)
         budget = without_reserve(budget, khat_draws)

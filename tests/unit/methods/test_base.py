@@ -113,6 +113,8 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts(monkeypatch
         wb.methods.NUTS(chains=3, warmup=1000, draws=1000).run(t, seed=0)
     with pytest.raises(B.TooLargeError, match=r"FullRankVI .*\(fit \(d\^2 parameters\) 35.2 GB"):
         wb.methods.FullRankVI().run(t, seed=0)
+    with pytest.raises(B.TooLargeError, match=r"BatchAndMatch .*\(update \(d x d matrices\) 32 GB"):
+        wb.methods.BatchAndMatch().run(t, seed=0)
     # what fits is not refused: Exact's 2 x 100 draws are 32 MB
     assert wb.methods.Exact(chains=2, draws=100).run(t, seed=0).draws.shape == (2, 100, 20_000)
 
