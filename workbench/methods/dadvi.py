@@ -10,13 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from .. import modes as M
 from ..approximations import Gaussian
 from ..errors import NonFiniteDensityError
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fixed_draws as FD
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .vi_health import PSISResampled, khat_reserve, pareto_check, without_reserve
+from .vi_health import PARETO_K_OK, PSISResampled, funnel_message, khat_reserve, pareto_check, without_reserve
 from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per
@@ -46,6 +47,16 @@ class DADVI(PSISResampled, Method):
         variances are N / (N - d - 1) too large on average (N = 2 d at d = 5: sds up to 2.7x);
         10 d keeps that near 1.1 (sds about 5% high). The optimum's error in the means is
         O(1/sqrt(N)), reported in ``stats["mean_mcse"]``.
+    antithetic : draw the base draws in pairs (eta, -eta) (default: for the mean-field family,
+        not for the full-rank one). The pairs cancel the odd powers of eta in the objective, so
+        the error of the optimum's means from the draws' own mean is gone: on a Gaussian
+        posterior the mean-field optimum is then exact (the linear regression's worst mean
+        error, N = 30, 2 seeds: 0.45 and 0.15 sd without, 0.016 with; the breast-cancer
+        logistic regression: 0.31 and 0.38 without, 0.15 and 0.23 with, the rest being the
+        mean-field family's own error there). The pairs are the independent units of the
+        standard errors. The full-rank optimum is set by the draws' second moments (above),
+        which the pairs estimate from N / 2 draws: its sds came out 0.43-0.76 off against
+        0.23-0.28 without, so the full-rank family does not use them by default.
     full_rank : the full-rank family N(mu, L L^T) instead of the mean-field one (default).
     linear_response : the mean-field fit's covariance corrected by linear response (the paper's
         sec. 3.2: Cov_LR = (H^-1)_{mu mu}, H the objective's Hessian at the optimum), which recovers
@@ -65,6 +76,7 @@ class DADVI(PSISResampled, Method):
     """
 
     n_draws: int | None = None
+    antithetic: bool | None = None
     full_rank: bool = False
     linear_response: bool = True
     gtol: float = 1e-5
@@ -100,7 +112,14 @@ class DADVI(PSISResampled, Method):
             raise ValueError(f"{self.name}: full_rank=True needs n_draws > d = {d} (the fixed-draw objective of the "
                              f"full-rank family is unbounded with {n_draws} draws); give n_draws = {10 * d} or None")
         rng = chain_rngs(seed, 1)[0]
-        eta = rng.standard_normal((n_draws, d))
+        if self._antithetic():
+            if n_draws % 2:
+                raise ValueError(f"{self.name}: antithetic draws come in pairs (eta, -eta), so n_draws must be even; "
+                                 f"got {n_draws} (give {n_draws + 1}, or antithetic=False)")
+            half = rng.standard_normal((n_draws // 2, d))
+            eta = np.concatenate([half, -half])
+        else:
+            eta = rng.standard_normal((n_draws, d))
         objective = FD.FixedDrawsObjective(kernel, target, eta, self.full_rank,
                                            None if budget.grad_evals is None else budget.grad_evals - 1)
         # the initial point, or where it is not finite the shared jittered retries (counted)
@@ -164,13 +183,16 @@ class DADVI(PSISResampled, Method):
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
         info["pareto_k"], info["khat_grad_evals"] = khat, khat_evals
+        spent = start_evals + objective.grad_evals + khat_evals
+        funnel_evals = self._funnel_check(target, seed, budget, spent, khat, khat_messages)
+        info["funnel_check_grad_evals"] = funnel_evals
         if "mean_mcse" in stats:
             info["mean_mcse"] = stats["mean_mcse"]
         return self.result(
             target, seed, draws, clock,
             # the k-hat check's calls are paid from the budget
-            grad_evals=start_evals + objective.grad_evals + khat_evals,
-            logp_evals=start_evals + objective.grad_evals + khat_evals,
+            grad_evals=spent + funnel_evals,
+            logp_evals=spent + funnel_evals,
             approximation=approx,
             log_z=-float(objective.best[0]),  # the fixed-draw ELBO: a noisy lower bound on log Z
             stats=stats,
@@ -178,6 +200,23 @@ class DADVI(PSISResampled, Method):
             info=info,
             interrupted=interrupted,
         )
+
+    def _funnel_check(self, target: Target, seed: int, budget: Budget, spent: int, khat: float,
+                      messages: list) -> int:
+        """A fit that k-hat says is not good (> 0.5) on a posterior with no mode is the funnel's:
+        one L-BFGS ascent (as FullRankVI's start) tells, and the messages say so. Returns the
+        gradients it spent (none on a good fit, or when the budget cannot pay for it)."""
+        needed = M.min_grad_evals(target.dim)
+        if not khat > PARETO_K_OK or (budget.grad_evals is not None and budget.grad_evals - spent < needed):
+            return 0
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
+        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
+        if search.fallback:
+            messages.extend(funnel_message(khat, above=PARETO_K_OK))
+        return search.grad_evals
+
+    def _antithetic(self) -> bool:
+        return (not self.full_rank) if self.antithetic is None else bool(self.antithetic)
 
     def _errors_and_covariance(self, objective, lam, approx, d, info, messages):
         """The Hessian at the optimum gives the linear-response covariance (mean-field) and,
@@ -189,6 +228,9 @@ class DADVI(PSISResampled, Method):
             messages.append("the objective's Hessian at the optimum is singular: no linear response, no standard errors")
             return approx, np.full(d, math.nan)
         rows = objective.per_draw_gradients(lam)
+        if self._antithetic():  # the independent units are the pairs (eta, -eta): their mean gradients
+            half = rows.shape[0] // 2
+            rows = 0.5 * (rows[:half] + rows[half:])
         spread = np.cov(rows, rowvar=False)
         sandwich = inv @ spread @ inv / rows.shape[0]
         mcse = np.sqrt(np.clip(np.diag(sandwich)[:d], 0.0, None))

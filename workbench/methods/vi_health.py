@@ -171,10 +171,11 @@ def apply_psis(target: Target, result: Result, seed: int, budget: Budget) -> Non
                            f"weights p / q (k-hat {khat:.2f}, ESS {ess:.0f} of {n}); {rescued}")
 
 
-def funnel_message(khat: float) -> list[str]:
-    """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass:
-    the hierarchical funnel, which no Gaussian or mixture of a few fits. Empty otherwise."""
-    if not khat > PARETO_K_GOOD:
+def funnel_message(khat: float, above: float = PARETO_K_GOOD) -> list[str]:
+    """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass
+    (k-hat above ``above``): the hierarchical funnel, which no Gaussian or mixture of a few
+    fits. Empty otherwise."""
+    if not khat > above:
         return []
     return [
         f"funnel: no mode was found and k-hat is {khat:.2f}: the posterior looks like a hierarchical funnel "
