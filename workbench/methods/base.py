@@ -147,8 +147,8 @@ def long_run_message(description: str, elapsed: float, done: int, total: int, un
     estimate = duration_estimate(elapsed, done, total)
     if estimate is None or estimate <= LONG_RUN_SECONDS:
         return None
-    return (f"{description}: about {_duration(estimate)} at the pace of its first {done:,} of {total:,} {unit} "
-            f"({elapsed:.1f} s); {advice}")
+    return (f"{description}: {done:,} of {total:,} {unit} in {elapsed:.1f} s, so all {total:,} would take about "
+            f"{_duration(estimate)}; {advice}")
 
 
 class PaceWatch:
@@ -195,6 +195,7 @@ def run_in_threads(
     description: str = "running",
     threads: int | None = None,
     errors: dict | None = None,
+    estimate_duration: bool = True,
 ) -> tuple[list, bool]:
     """Run ``run_one(i)`` for every row i of ``controls`` on a thread pool.
 
@@ -206,7 +207,9 @@ def run_in_threads(
     others too; with ``errors`` (a dict) its exception is stored there under its index and
     its output is None, so the caller can keep what the tasks made; without, it is raised.
     A run on course to take longer than ``LONG_RUN_SECONDS`` says so early, with the estimate
-    (:class:`LongRunWarning`, from its own pace: :class:`PaceWatch`).
+    (:class:`LongRunWarning`, from its own pace: :class:`PaceWatch`), unless
+    ``estimate_duration`` is False: for tasks whose progress is not proportional to their time
+    (a temperature, or an iteration cap that they rarely reach).
     """
     tasks = controls.shape[0]
     workers = threads or min(tasks, os.cpu_count() or 1)
@@ -216,7 +219,7 @@ def run_in_threads(
 
         bar = tqdm(total=tasks * total_per_task, desc=description, unit="it", leave=False)
     interrupted = False
-    pace = PaceWatch(description)
+    pace = PaceWatch(description) if estimate_duration else (lambda done, total: None)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, i) for i in range(tasks)]
         try:

@@ -169,6 +169,7 @@ class Pathfinder(Method):
         outputs, interrupted = run_in_threads(
             lambda i: self._guarded_path(target, x0[i], rngs[i], limit, controls[i], i),
             controls, self.max_iters, self.progress, f"{self.name} on {target.name}",
+            estimate_duration=False,  # L-BFGS usually converges long before max_iters
         )
         spent = start_evals + sum(o["evals"] for o in outputs)
         report = [

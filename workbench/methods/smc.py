@@ -335,6 +335,7 @@ class SMC(Method):
         outputs, interrupted = run_in_threads(
             one_run,
             controls, _PROGRESS_UNITS, self.progress, f"{self.name} on {target.name}",
+            estimate_duration=False,  # the progress is the temperature, which grows faster as it goes
         )
         log_zs = np.array([o["log_z"] for o in outputs])
         if self.runs > 1:
