@@ -60,15 +60,20 @@ QUICK_VI = VI[:2]
 def grid(quick: bool) -> list[Cell]:
     budgets = (20_000, 100_000) if quick else (10_000, 30_000, 100_000, 300_000, 1_000_000)
     seeds = (0,) if quick else (0, 1)
+    # the crossings are read from the largest budget's runs, and one seed's crossing can land
+    # either side of the budget (MAMS on the banana: 2 of 5 seeds within 10^5 gradients), so
+    # that budget runs the samplers on more seeds and the table takes their median (a VI fit's
+    # crossing varies less from seed to seed: its draws are independent)
+    crossing_seeds = (0, 1, 2) if quick else (0, 1, 2, 3, 4)
     targets = TARGETS if quick else TARGETS + FULL_ONLY_TARGETS
     cells = []
     for label, spec in targets:
-        for seed in seeds:
-            for budget in budgets:
+        for seed in crossing_seeds:
+            for budget in [b for b in budgets if seed in seeds or b == max(budgets)]:
                 for name in SAMPLERS:
                     cells.append(Cell(spec, _sampler(name, budget), seed, budget, extra="b2_crossing",
                                       labels={"target": label, "method": name}))
-                for name in QUICK_VI if quick else VI:
+                for name in (QUICK_VI if quick else VI) if seed in seeds else ():
                     method = {"method": name.removesuffix(" (psis)"),
                               **({"progress": False} if name != "DADVI" else {}),
                               **({"psis": True} if name.endswith("(psis)") else {})}
@@ -79,14 +84,19 @@ def grid(quick: bool) -> list[Cell]:
 
 def crossings(table: pd.DataFrame) -> pd.DataFrame:
     """Per target and method, from the largest budget's runs (median over seeds): gradients to
-    b2_max and b2_avg < 0.01, tuning included and apart."""
+    b2_max and b2_avg < 0.01, tuning included and apart. A seed that did not cross counts as
+    infinitely many gradients, so the median is NaN ("not within the budget") when most seeds
+    did not cross, not the median of the lucky ones."""
     ok = table[table["status"] == "ok"]
     rows = []
     for (target, method), g in ok.groupby(["target", "method"], sort=False):
         top = g[g["grad_budget"] == g["grad_budget"].max()]
+        medians = {}
+        for c in ("grads_to_b2_max", "sampling_grads_to_b2_max", "grads_to_b2_avg", "sampling_grads_to_b2_avg"):
+            m = float(np.median(top[c].astype(float).fillna(np.inf)))
+            medians[c] = m if np.isfinite(m) else math.nan
         rows.append({"target": target, "method": method, "budget": int(top["grad_budget"].iloc[0]),
-                     **{c: float(top[c].median()) for c in ("grads_to_b2_max", "sampling_grads_to_b2_max",
-                                                            "grads_to_b2_avg", "sampling_grads_to_b2_avg")}})
+                     "seeds": int(len(top)), **medians})
     return pd.DataFrame(rows)
 
 
@@ -121,7 +131,7 @@ def report(run, folder) -> Page:
     table = run.table
     frame = crossings(table)
     shown = frame.copy()  # whole gradients in the table; "-" where the largest budget did not get there
-    for column in shown.columns[3:]:
+    for column in shown.columns[4:]:
         shown[column] = [f"{v:,.0f}" if np.isfinite(v) else "-" for v in shown[column]]
     figures = [
         Figure(F.error_vs_cost(table, "b2_max", folder, "b2_max_vs_cost.png", "b2_max (median over chains)", 0.01),
@@ -132,7 +142,8 @@ def report(run, folder) -> Page:
     ]
     paper = pd.DataFrame([{"target": t, "MAMS (paper)": a, "NUTS (paper)": b, "MAMS / NUTS (paper)": a / b}
                           for t, (a, b) in PAPER.items()])
-    tables = [("Gradients to b^2 < 0.01 (from the largest budget's runs; sampling_ columns leave tuning out)", shown),
+    tables = [("Gradients to b^2 < 0.01 (median over the largest budget's seeds, a seed that did not cross counting "
+               "as never; sampling_ columns leave tuning out)", shown),
               ("The MAMS paper's gradients to b2_max < 0.01 (its Table 1)", paper)]
     return Page(finding=_finding(frame), figures=figures, tables=tables)
 

@@ -101,3 +101,31 @@ def test_evidence_quick_study(quick_study):
     mixture = t[t["target"] == "mixture d=10"]
     nuts = mixture[mixture["method"] == "NUTS"]["mode_weight_err_max"].min()
     assert smc.loc["mixture d=10", "mode_weight_err_max"] < 0.05 < nuts
+
+
+def test_frontier_crossings_count_a_seed_that_did_not_cross_as_never():
+    """The crossing table is the median over the largest budget's seeds, where a seed that did
+    not cross counts as infinitely many gradients: two crossing seeds of three give the larger
+    of their two values, one of three gives "not within the budget" (NaN), not the lucky seed's."""
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[2] / "studies" / "frontier.py"
+    spec = importlib.util.spec_from_file_location("frontier", path)
+    frontier = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(frontier)
+    nan = float("nan")
+    rows = []
+    for method, crossings in (("MAMS", (30_000, nan, 40_000)), ("NUTS", (nan, 60_000, nan))):
+        for seed, g in enumerate(crossings):
+            for budget in (20_000, 100_000):
+                rows.append({"target": "t", "method": method, "seed": seed, "grad_budget": budget, "status": "ok",
+                             "grads_to_b2_max": g if budget == 100_000 else 5.0,
+                             "sampling_grads_to_b2_max": g, "grads_to_b2_avg": g, "sampling_grads_to_b2_avg": g})
+    table = frontier.crossings(pd.DataFrame(rows)).set_index("method")
+    assert table.loc["MAMS", "grads_to_b2_max"] == 40_000 and table.loc["MAMS", "seeds"] == 3
+    assert np.isnan(table.loc["NUTS", "grads_to_b2_max"])
+    assert "MAMS 40,000" in frontier._finding(table.reset_index()) and "NUTS did not get there" in frontier._finding(
+        table.reset_index())
