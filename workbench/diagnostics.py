@@ -110,7 +110,8 @@ def health_messages(diag: ChainDiagnostics) -> list[str]:
                    "the estimates; run longer")
     if diag.divergences:
         out.append(f"divergences: {diag.divergences} divergent transitions after warmup, the draws may be biased "
-                   "(a higher target_accept takes smaller steps)")
+                   "(a higher target_accept takes smaller steps everywhere; NUTS(walnuts=True) halves the step only "
+                   "where the posterior curves)")
     if diag.tree_depth_saturated > TREE_DEPTH_SATURATION_MAX:
         out.append(f"tree depth saturated on {100 * diag.tree_depth_saturated:.1f}% of draws: "
                    "trajectories were cut short (raise max_depth)")

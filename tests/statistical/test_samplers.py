@@ -27,6 +27,7 @@ SAMPLERS = {
     "NUTS": lambda t: wb.methods.NUTS(chains=4, warmup=500, draws=1000),
     "HMC": lambda t: wb.methods.HMC(chains=4, warmup=500, draws=1000),
     "MAMS": lambda t: wb.methods.MAMS(chains=4, draws=2000),  # its default warmup
+    "NUTS (walnuts)": lambda t: wb.methods.NUTS(walnuts=True, chains=4, warmup=500, draws=1000),
     "RandomWalkMH": lambda t: wb.methods.RandomWalkMH(chains=4, warmup=2000, draws=10_000),
     "IndependenceMH": lambda t: wb.methods.IndependenceMH(proposal=_t_proposal(t), chains=4, draws=3000),
 }

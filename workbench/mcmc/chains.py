@@ -32,6 +32,7 @@ from .metric import (
 from .step_size import dual_averaging_start, dual_averaging_update, find_reasonable_step_size
 from .termination import N_CHECKPOINT_ROWS, NAN_COUNT
 from .trajectory import N_VECS, P0, PAIR_G, PAIR_Q, nuts_transition, static_transition
+from .walnuts import max_leaf_gradients
 
 ALGO_HMC, ALGO_NUTS = 0, 1
 # warmup divergences after the metric has settled raise the step size's target acceptance
@@ -61,6 +62,8 @@ class HamiltonianSettings(NamedTuple):
     target_accept: float
     max_energy_error: float
     jitter: float  # the step size varies uniformly by +-jitter (a fraction) each transition
+    walnuts_error: float  # WALNUTS: the energy error a leaf's micro steps may reach (walnuts.py)
+    walnuts_halvings: int  # WALNUTS: a leaf halves its step at most this often; -1: plain NUTS
     gamma: float  # low-rank / dense: regularisation of the covariances
     cutoff: float  # low-rank: eigenvalues within [1/cutoff, cutoff] are left to the diagonal
 
@@ -126,6 +129,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     warmup_done = n_warmup
     target = settings.target_accept
     last_raise = -RAISE_EVERY
+    leaf_cost = max_leaf_gradients(settings.walnuts_halvings) if settings.walnuts_halvings >= 0 else 1
     it = 0
     while it < n_total:
         if control[C_STOP] != 0:
@@ -138,7 +142,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
             remaining = settings.grad_budget - n_grad
             if settings.algorithm == ALGO_NUTS:
                 depth_limit = min(depth_limit, _floor_log2(remaining + 1))
-                if depth_limit < 1:
+                if depth_limit < 1 or remaining < leaf_cost:
                     break
             elif remaining < settings.n_leapfrog:
                 break
@@ -146,15 +150,19 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         if settings.jitter > 0.0:
             eps = step * (1.0 + settings.jitter * (2.0 * rng.random() - 1.0))
         # a diagonal metric passes None for the map: see metric.potential
+        # a WALNUTS transition stops before a leaf the budget cannot pay for in full
+        max_grads = settings.grad_budget - n_grad if settings.grad_budget >= 0 else 1 << 62
         if settings.algorithm == ALGO_NUTS and transformed:
             logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
                 logp_grad, data, q, gq, logp, eps, inv_mass, sd, transform, depth_limit,
-                settings.max_energy_error, rng, vecs, ckpt
+                settings.max_energy_error, rng, vecs, ckpt, settings.walnuts_error, settings.walnuts_halvings,
+                leaf_cost, max_grads
             )
         elif settings.algorithm == ALGO_NUTS:
             logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
                 logp_grad, data, q, gq, logp, eps, inv_mass, sd, None, depth_limit,
-                settings.max_energy_error, rng, vecs, ckpt
+                settings.max_energy_error, rng, vecs, ckpt, settings.walnuts_error, settings.walnuts_halvings,
+                leaf_cost, max_grads
             )
         elif transformed:
             logp, accept, n, diverging, energy, energy_error = static_transition(

@@ -31,8 +31,10 @@ from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..target import Target
-from .base import check_positive_int
+from .base import check_positive, check_positive_int
 from .sampling import ChainSampler, start_chains
+
+WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts-rs's default)
 
 # the deprecated ``adapt_mass`` names and the metrics they mean
 _ADAPT_MASS_NAMES = {"gradient": "diag", "stan": "diag_stan", "none": "identity"}
@@ -123,6 +125,10 @@ class _Hamiltonian(ChainSampler):
     def _raises_target(self) -> bool:
         return False
 
+    def _walnuts_settings(self) -> tuple[float, int]:
+        """(the energy error a WALNUTS leaf may reach, its step halvings at most); -1: plain."""
+        return 0.0, -1
+
     def start_chains(self, kernel, target: Target, seed: int, budget: Budget):
         """The chain template's set-up; with ``init="pathfinder"`` the starting points and the
         initial metric come from a Pathfinder fit (see :meth:`_pathfinder_start`)."""
@@ -178,6 +184,7 @@ class _Hamiltonian(ChainSampler):
             window_capacity=schedule.window_capacity,
             step_size=self.step_size if self.step_size is not None else -1.0, target_accept=self.target_accept,
             max_energy_error=self.max_energy_error, jitter=jitter, symmetric_accept=algorithm == K.ALGO_NUTS,
+            walnuts_error=self._walnuts_settings()[0], walnuts_halvings=self._walnuts_settings()[1],
             gradient_start=algorithm == K.ALGO_NUTS and chains.inv_mass is None,
             divergence_watch_start=int(A.EARLY_FRACTION * n_warmup) if self._raises_target() else -1,
             gamma=self.metric_gamma, cutoff=self.metric_cutoff if self.metric == "low_rank" else 0.0,
@@ -307,18 +314,29 @@ class NUTS(_Hamiltonian):
     the 100-d Gaussian for a target of 0.8, 0.82 with the plain statistic). Under a gradient
     budget, warmup and tree depth are bounded so the run ends with draws
     (:func:`budget_limits`), and no run spends past its budget.
+
+    ``walnuts=True``: WALNUTS (Bou-Rabee, Carpenter, Kleppe and Liu 2025;
+    ``workbench/mcmc/walnuts.py``), each leaf's step halved (up to 5 times) until the energy
+    stays within ``walnuts_max_error`` (0.5, nuts-rs's default) along it, for posteriors whose
+    curvature varies more than one step size can follow (the banana's arms, a funnel's neck).
     """
 
     warmup: int = 400
     max_depth: int = 10
     jitter: float = 0.1
     adapt_target: bool = True
+    walnuts: bool = False
+    walnuts_max_error: float = 0.5
 
     def __post_init__(self):
         super().__post_init__()
         check_positive_int("max_depth", self.max_depth)
         if not (0.0 <= self.jitter < 1.0):
             raise ValueError(f"jitter must lie in [0, 1), got {self.jitter!r}")
+        check_positive("walnuts_max_error", self.walnuts_max_error)
+
+    def _walnuts_settings(self) -> tuple[float, int]:
+        return (float(self.walnuts_max_error), WALNUTS_MAX_HALVINGS) if self.walnuts else (0.0, -1)
 
     def _algorithm_settings(self):
         return K.ALGO_NUTS, 0, self.max_depth, self.jitter

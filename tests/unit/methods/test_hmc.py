@@ -48,3 +48,23 @@ def test_warmup_trees_deeper_than_sampling_trees_stay_inside_the_checkpoint_buff
     res = wb.methods.NUTS(draws=37_500).run(t, seed=0, grad_budget=300_000)
     assert res.info["nan_density_evals"] == 0 and res.draws.shape[1] > 200
     assert res.cost.grad_evals <= 300_000
+
+
+@pytest.mark.parametrize("budget", [3_000, 20_000])
+def test_nuts_with_walnuts_stays_within_its_gradient_budget_and_counts_every_call(counted, budget):
+    target, counter = counted
+    before = int(counter[0])
+    res = wb.methods.NUTS(walnuts=True, chains=2, warmup=200, draws=1000, progress=False).run(
+        target, seed=0, grad_budget=budget)
+    calls = int(counter[0]) - before
+    assert res.cost.grad_evals == calls <= budget and res.draws.shape[1] > 0
+
+
+def test_walnuts_removes_the_divergences_nuts_has_on_the_banana():
+    """The banana's arms curve more than the step adapted in its bulk can follow: plain NUTS
+    diverges there, WALNUTS halves its step instead (divergences are only leaves that 32
+    micro steps cannot hold)."""
+    t = wb.targets.banana()
+    plain = wb.methods.NUTS(progress=False).run(t, seed=11)
+    walnuts = wb.methods.NUTS(walnuts=True, progress=False).run(t, seed=11)
+    assert plain.stats["diverging"].sum() >= 10 and walnuts.stats["diverging"].sum() == 0
