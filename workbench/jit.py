@@ -176,6 +176,10 @@ def compile_kernel_form(fn, layout: tuple, batch: bool = False):
     namespace: dict = {}
     exec(compile(source, f"<kernel_form of {getattr(fn, '__name__', 'logp_grad')}>", "exec"), {"fn": inlined}, namespace)
     signature = logp_grad_batch_signature(PACKED) if batch else logp_grad_signature(PACKED)
+    if getattr(fn, "allocates", False):
+        # known to need the runtime (a compiled PyTensor graph returns new arrays): no attempt
+        # without it, whose failed typing Numba keeps for the same overloads and the retry meets
+        return numba.njit(signature, nogil=True, **options)(namespace["adapter"])
     try:
         # no reference counting: with it, every view's count is raised and lowered on every
         # call, atomically, on a buffer all chains share (measured: NUTS on a 100-d Gaussian

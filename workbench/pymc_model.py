@@ -183,7 +183,9 @@ def _wrap(jitted, n_data: int):
     )
     namespace = {"jitted": jitted, "__name__": __name__}  # ours: no bounds-checked copy needed
     exec(compile(source, "<workbench.pymc_model>", "exec"), namespace)  # noqa: S102 - our own source
-    return numba.njit(error_model="numpy")(namespace["logp_grad"])
+    wrapped = numba.njit(error_model="numpy")(namespace["logp_grad"])
+    wrapped.allocates = True  # the kernels' adapter compiles it with Numba's runtime (jit.compile_kernel_form)
+    return wrapped
 
 
 class Constrainer:

@@ -48,7 +48,27 @@ def _as_point(model, theta):
     return point
 
 
-@pytest.mark.parametrize("build", [_eight_schools, _matrix_model], ids=["eight_schools", "matrix"])
+def _vector_prior():
+    """One vector variable, nothing observed: PyTensor fuses its log density's sum into an
+    elemwise op that returns a new array, which must be compiled with Numba's runtime."""
+    with pm.Model() as model:
+        pm.Normal("mu", 0, 1, shape=8)
+    return model
+
+
+def _ar2():
+    """An AR(2) series written as a user would: observed NumPy slices, scalar parameters."""
+    y = np.cumsum(np.random.default_rng(0).normal(size=60)) * 0.1
+    with pm.Model() as model:
+        c = pm.Normal("c", 0.0, 2.0)
+        phi = pm.Normal("phi", 0.0, 0.5, shape=2)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.Normal("obs", c + phi[0] * y[1:-1] + phi[1] * y[:-2], sigma, observed=y[2:])
+    return model
+
+
+@pytest.mark.parametrize("build", [_eight_schools, _matrix_model, _vector_prior, _ar2],
+                         ids=["eight_schools", "matrix", "vector_prior", "ar2"])
 def test_from_pymc_equals_pymcs_own_logp_and_gradient(build):
     model = build()
     target = wb.Target.from_pymc(model)
@@ -238,3 +258,32 @@ def test_an_op_without_a_numba_implementation_is_refused_naming_it():
         pm.Potential("p", -DoubleInPython()(a).sum() ** 2)
     with pytest.raises(TargetError, match="no implementation of the Op.*DoubleInPython"):
         wb.Target.from_pymc(model)
+
+
+def test_a_fresh_pytensor_cache_compiles_models_whose_fused_sums_allocate(tmp_path):
+    """In a process whose PyTensor cache is empty (CI, a user's first run), a model whose log
+    density PyTensor fuses into an allocating reduction (a vector prior, an AR(2) likelihood)
+    compiles: the adapter is built with Numba's runtime at once, because a first attempt
+    without it left a failed typing that the retry met. (In a warm cache the compiled op is
+    loaded and the bug hides, hence the subprocess.)"""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import numpy as np, pymc as pm, workbench as wb
+        import tests.unit.test_pymc_model as T
+        for build in (T._vector_prior, T._ar2):
+            model = build()
+            target = wb.Target.from_pymc(model)
+            lp, g = target.logp_and_grad(target.initial_point)
+            point = T._as_point(model, target.initial_point)
+            assert abs(lp - float(model.compile_logp()(point))) < 1e-8, build.__name__
+        print("compiled")
+    """)
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path}"}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root,
+                          timeout=600)
+    assert proc.returncode == 0 and "compiled" in proc.stdout, proc.stderr[-2000:]
