@@ -46,3 +46,12 @@ def test_pymc_overhead_quick_runs_and_prints_its_tables(capsys):
     out = capsys.readouterr().out
     for needle in ("overhead", "raw_us", "wrapped_us", "eight_schools_noncentered", "breast_cancer_logistic", "ess_per_s"):
         assert needle in out
+
+
+@pytest.mark.slow
+def test_dadvi_regressions_quick_runs_and_prints_its_table(capsys):
+    _load("dadvi_regressions").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("diabetes_raw_interactions", "ar2", "garch11", "breast_cancer_logistic", "mean_err_max",
+                   "DADVI met the goal"):
+        assert needle in out
