@@ -184,7 +184,7 @@ class DADVI(PSISResampled, Method):
         khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
         info["pareto_k"], info["khat_grad_evals"] = khat, khat_evals
         spent = start_evals + objective.grad_evals + khat_evals
-        funnel_evals = self._funnel_check(target, seed, budget, spent, khat, khat_messages)
+        funnel_evals = self._funnel_check(target, seed, budget, spent, khat, khat_messages, x0)
         info["funnel_check_grad_evals"] = funnel_evals
         if "mean_mcse" in stats:
             info["mean_mcse"] = stats["mean_mcse"]
@@ -202,15 +202,16 @@ class DADVI(PSISResampled, Method):
         )
 
     def _funnel_check(self, target: Target, seed: int, budget: Budget, spent: int, khat: float,
-                      messages: list) -> int:
+                      messages: list, x0: np.ndarray) -> int:
         """A fit that k-hat says is not good (> 0.5) on a posterior with no mode is the funnel's:
-        one L-BFGS ascent (as FullRankVI's start) tells, and the messages say so. Returns the
-        gradients it spent (none on a good fit, or when the budget cannot pay for it)."""
+        one L-BFGS ascent from the fit's start ``x0`` (where the density is finite; as
+        FullRankVI's start) tells, and the messages say so. Returns the gradients it spent
+        (none on a good fit, or when the budget cannot pay for it)."""
         needed = M.min_grad_evals(target.dim)
         if not khat > PARETO_K_OK or (budget.grad_evals is not None and budget.grad_evals - spent < needed):
             return 0
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
-        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
+        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed, x0=x0)
         if search.fallback:
             messages.extend(funnel_message(khat, above=PARETO_K_OK))
         return search.grad_evals

@@ -178,13 +178,14 @@ class _Hamiltonian(ChainSampler):
         transformed = self.metric in ("low_rank", "dense")
         schedule = A.warmup_schedule(n_warmup, metric, adapt_step=n_warmup > 0)
         max_rank = self._max_rank(d, schedule.window_capacity) if transformed else 0
+        walnuts_error, walnuts_halvings = self._walnuts_settings()
         settings = K.hamiltonian_settings(
             n_warmup=n_warmup, n_draws=chains.n_draws, algorithm=algorithm, n_leapfrog=n_leapfrog,
             grad_budget=chains.grad_budget_per_chain, metric=metric, max_rank=max_rank,
             window_capacity=schedule.window_capacity,
             step_size=self.step_size if self.step_size is not None else -1.0, target_accept=self.target_accept,
             max_energy_error=self.max_energy_error, jitter=jitter, symmetric_accept=algorithm == K.ALGO_NUTS,
-            walnuts_error=self._walnuts_settings()[0], walnuts_halvings=self._walnuts_settings()[1],
+            walnuts_error=walnuts_error, walnuts_halvings=walnuts_halvings,
             gradient_start=algorithm == K.ALGO_NUTS and chains.inv_mass is None,
             divergence_watch_start=int(A.EARLY_FRACTION * n_warmup) if self._raises_target() else -1,
             gamma=self.metric_gamma, cutoff=self.metric_cutoff if self.metric == "low_rank" else 0.0,
