@@ -151,6 +151,13 @@ def curvature_grad_evals(dim: int) -> int:
     return 2 * dim if dim <= FULL_HESSIAN_MAX_DIM else 2 * PROBES_MAX
 
 
+def search_rng(seed: int) -> np.random.Generator:
+    """The random stream of a method's mode search, derived from its run's ``seed`` apart from
+    the streams its fit draws from (so adding or removing the search leaves the fit's draws
+    as they were)."""
+    return np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
+
+
 def min_grad_evals(dim: int) -> int:
     """Gradient evaluations the first run needs at the least: a short L-BFGS run and its curvature."""
     return curvature_grad_evals(dim) + 200

@@ -90,3 +90,11 @@ def test_the_search_reports_its_progress_against_its_limit_after_each_start():
     assert {total for _, total in calls} == {5000}
     spent = [used for used, _ in calls]
     assert spent == sorted(spent) and spent[-1] == search.grad_evals
+
+
+def test_search_rng_is_reproducible_and_apart_from_the_fits_stream():
+    first = M.search_rng(7).standard_normal(5)
+    np.testing.assert_array_equal(first, M.search_rng(7).standard_normal(5))
+    assert not np.allclose(first, M.search_rng(8).standard_normal(5))
+    # a method's fit draws from default_rng(seed): the search must not repeat its numbers
+    assert not np.allclose(first, np.random.default_rng(7).standard_normal(5))

@@ -210,7 +210,7 @@ class DADVI(PSISResampled, Method):
         needed = M.min_grad_evals(target.dim)
         if not khat > PARETO_K_OK or (budget.grad_evals is not None and budget.grad_evals - spent < needed):
             return 0
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
+        rng = M.search_rng(seed)
         search = M.find_modes(target, rng, starts=0, max_grad_evals=needed, x0=x0)
         if search.fallback:
             messages.extend(funnel_message(khat, above=PARETO_K_OK))

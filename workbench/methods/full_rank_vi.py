@@ -136,7 +136,7 @@ class FullRankVI(PSISResampled, Method):
                 f"the ascent to the mode needs up to {needed} gradient evaluations and the fit as many again; "
                 f"give grad_budget >= {2 * needed} or init='point'"
             )
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))
+        rng = M.search_rng(seed)
         search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
         mode = search.modes[0]
         message = f"started at a mode found by L-BFGS ({search.grad_evals} gradients)"

@@ -297,7 +297,7 @@ class NN4Post(PSISResampled, Method):
         share = int(self.search_budget * planned)
         limit = max(needed, share, int(MAX_SEARCH_SHARE * planned))
         starts = MAX_SEARCH_STARTS if self.search_starts is None else self.search_starts
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 0x30DE5]))  # apart from the fits' streams
+        rng = M.search_rng(seed)
         pace = PaceWatch(f"{self.name}'s mode search on {target.name} (up to {limit:,} gradients, "
                          f"{MAX_SEARCH_SHARE:.0%} of the run's; it stops sooner once it finds no new modes)",
                          unit="gradients", advice="give it fewer steps or a budget, or init='box' to skip it")
