@@ -23,7 +23,13 @@ of the min bulk ESS per 1,000 gradients, warmup included; written to
 ``docs/benchmarks/nuts_vs_nutpie.csv``, which the performance study's page shows. Goal: ours
 >= nutpie's on every row.
 
-    python studies/mcmc_speed.py [--quick] [--seed N] [--nutpie]
+``--banana``: NUTS's settings on Haario's banana over long runs (4 chains x 8,000 draws, 4 seeds):
+ESS per draw, divergences, R-hat and gradients per draw; and over 12 runs of the default
+4 x 1,000 draws, how many pass posteriordb's standard. Written to
+``docs/benchmarks/banana_nuts.csv``, which the performance study's page shows. ESS >= 400 from
+4,000 draws needs 0.1 ESS per draw.
+
+    python studies/mcmc_speed.py [--quick] [--seed N] [--nutpie] [--banana]
 """
 
 from __future__ import annotations
@@ -83,9 +89,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer draws")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nutpie", action="store_true", help="NUTS against nutpie, written to docs/benchmarks/")
+    parser.add_argument("--banana", action="store_true", help="NUTS's settings on the banana, long runs, written to "
+                                                              "docs/benchmarks/")
     args = parser.parse_args(argv)
     if args.nutpie:
         return nutpie_table(seeds=range(args.seed, args.seed + 5))
+    if args.banana:
+        return banana_table(seeds=range(100 + args.seed, 104 + args.seed))
     n = 500 if args.quick else 2000
     targets = [
         wb.targets.gaussian(100, scales="logspace"),
@@ -204,6 +214,68 @@ def nutpie_table(seeds) -> int:
     NUTPIE_CSV.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(NUTPIE_CSV, index=False, float_format="%.4g")
     print(f"-> {NUTPIE_CSV}")
+    return 0
+
+
+BANANA_CSV = NUTPIE_CSV.with_name("banana_nuts.csv")
+BANANA_SETTINGS = [
+    ("default", {}),
+    ("target_accept=0.95", {"target_accept": 0.95, "adapt_target": False}),
+    ("target_accept=0.99", {"target_accept": 0.99, "adapt_target": False}),
+    ("walnuts=True", {"walnuts": True}),
+    ("metric=identity", {"metric": "identity"}),
+    ("metric=identity, target_accept=0.95", {"metric": "identity", "target_accept": 0.95, "adapt_target": False}),
+]
+
+
+def _banana_run(settings: dict, seed: int, draws: int):
+    from workbench.diagnostics import chain_diagnostics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = wb.methods.NUTS(progress=False, **settings).run(wb.targets.banana(), seed=seed,
+                                                              budget=wb.Budget(draws=draws))
+    return res, chain_diagnostics(res.draws, res.stats)
+
+
+def banana_table(seeds, draws: int = 8000, short_seeds=range(12)) -> int:
+    """NUTS's settings on ``banana()``: over long runs (``draws`` per chain, ``seeds``), what
+    each holds once the chains have visited the arms, median over seeds with the range; over
+    the default 4 x 1,000 draws (``short_seeds``), how many runs pass posteriordb's standard
+    (R-hat <= 1.01, bulk ESS >= 400) and the median divergences."""
+    import datetime
+
+    import pandas as pd
+
+    rows = []
+    for name, settings in BANANA_SETTINGS:
+        per_draw, divergences, rhat, grads = [], [], [], []
+        for seed in seeds:
+            res, diag = _banana_run(settings, seed, draws)
+            n = res.draws.shape[0] * res.draws.shape[1]
+            per_draw.append(diag.ess_bulk_min / n)
+            divergences.append(int(res.stats["diverging"].sum()))
+            rhat.append(diag.r_hat_max)
+            grads.append(res.cost.grad_evals / n)
+        short = [_banana_run(settings, seed, 1000)[1] for seed in short_seeds]
+        row = {"setting": name, "ess_per_draw": float(np.median(per_draw)), "ess_per_draw_min": min(per_draw),
+               "ess_per_draw_max": max(per_draw), "divergences_per_1k_draws": 1000 * float(np.median(divergences)) / n,
+               "r_hat_max": max(rhat), "grads_per_draw": float(np.median(grads)),
+               "short_runs_passing": sum(d.r_hat_max <= 1.01 and d.ess_bulk_min >= 400 for d in short),
+               "short_runs_ess_400": sum(d.ess_bulk_min >= 400 for d in short),
+               "short_runs_divergences": float(np.median([d.divergences for d in short]))}
+        rows.append(row)
+        print(f"{name:<38} ESS per draw {row['ess_per_draw']:.3f} ({row['ess_per_draw_min']:.3f}-"
+              f"{row['ess_per_draw_max']:.3f})  divergences {divergences}  gradients per draw "
+              f"{row['grads_per_draw']:.1f}  4 x 1,000 draws: {row['short_runs_passing']} of {len(short)} pass, "
+              f"{row['short_runs_ess_400']} with ESS >= 400", flush=True)
+    frame = pd.DataFrame(rows)
+    frame["draws"] = f"4 x {draws}"
+    frame["short_runs"] = len(list(short_seeds))
+    frame["measured"] = datetime.date.today().isoformat()
+    frame["seeds"] = len(list(seeds))
+    frame.to_csv(BANANA_CSV, index=False, float_format="%.4g")
+    print(f"-> {BANANA_CSV}")
     return 0
 
 

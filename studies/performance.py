@@ -105,6 +105,27 @@ def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
     return sentence, table
 
 
+BANANA_CSV = NUTPIE_CSV.with_name("banana_nuts.csv")
+
+
+def banana_health() -> tuple[str, pd.DataFrame] | None:
+    """The recorded long runs of NUTS's settings on the banana (``studies/mcmc_speed.py
+    --banana``): a sentence on what 4 x 1,000 draws can hold there, and the table."""
+    if not BANANA_CSV.exists():
+        return None
+    table = pd.read_csv(BANANA_CSV)
+    default = table[table["setting"] == "default"].iloc[0]
+    best = table.loc[table["short_runs_passing"].idxmax()]
+    fastest = table.loc[table["ess_per_draw"].idxmax()]
+    n = int(table["short_runs"].iloc[0])
+    sentence = (f"On the banana, R-hat <= 1.01 with bulk ESS >= 400 at 4 x 1,000 draws holds in "
+                f"{int(default['short_runs_passing'])} of {n} default runs and at best in {int(best['short_runs_passing'])} "
+                f"of {n} ({best['setting']}). Long runs put NUTS's ESS per draw there at {default['ess_per_draw']:.3f} by "
+                f"default and at most {fastest['ess_per_draw']:.3f} ({fastest['setting']}); ESS 400 from 4,000 draws "
+                f"needs 0.1.")
+    return sentence, table
+
+
 def report(run, folder) -> Page:
     sweep = run.table[run.table["dim"].notna()] if "dim" in run.table else run.table.iloc[:0]
     table = run.table[run.table["dim"].isna()] if "dim" in run.table else run.table
@@ -137,6 +158,12 @@ def report(run, folder) -> Page:
         tables.insert(1, ("NUTS against nutpie, each at its own defaults (4 chains x 1,000 draws; nutpie's "
                           "tuning steps in nutpie_tune; recorded by studies/mcmc_speed.py --nutpie, nutpie run "
                           "in its own venv on the same densities)", frame))
+    banana = banana_health()
+    if banana is not None:
+        sentence, frame = banana
+        finding += " " + sentence
+        tables.insert(1, ("NUTS's settings on the banana over long runs (median over seeds of the min bulk ESS "
+                          "per draw, with its range; recorded by studies/mcmc_speed.py --banana)", frame))
     if len(sweep):
         tables.insert(1, ("Dimension sweep (median over seeds)", sweep.groupby(["method", "dim"], sort=False)
                           [["grad_evals", "ess_bulk_min", "ess_per_1k_grad", "overhead"]].median().reset_index()))

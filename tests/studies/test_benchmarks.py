@@ -55,3 +55,19 @@ def test_dadvi_regressions_quick_runs_and_prints_its_table(capsys):
     for needle in ("diabetes_raw_interactions", "ar2", "garch11", "breast_cancer_logistic", "mean_err_max",
                    "DADVI met the goal"):
         assert needle in out
+
+
+def test_banana_benchmark_writes_what_the_performance_page_says(tmp_path, monkeypatch, capsys):
+    speed, performance = _load("mcmc_speed"), _load("performance")
+    csv = tmp_path / "banana_nuts.csv"
+    monkeypatch.setattr(speed, "BANANA_CSV", csv)
+    monkeypatch.setattr(performance, "BANANA_CSV", csv)
+    monkeypatch.setattr(speed, "BANANA_SETTINGS", [("default", {}), ("metric=identity", {"metric": "identity"})])
+    speed.banana_table(seeds=(0,), draws=300, short_seeds=range(2))
+    assert "4 x 1,000 draws" in capsys.readouterr().out
+    sentence, table = performance.banana_health()
+    default = table[table["setting"] == "default"].iloc[0]
+    assert list(table["setting"]) == ["default", "metric=identity"]
+    assert table["short_runs_passing"].between(0, 2).all() and (table["ess_per_draw"] > 0).all()
+    assert f"in {int(default['short_runs_passing'])} of 2 default runs" in sentence
+    assert f"at {default['ess_per_draw']:.3f} by default" in sentence

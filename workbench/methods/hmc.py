@@ -316,6 +316,13 @@ class NUTS(_Hamiltonian):
     budget, warmup and tree depth are bounded so the run ends with draws
     (:func:`budget_limits`), and no run spends past its budget.
 
+    ``adapt_target=True``: a divergence in warmup once the metric has settled (after its first
+    30%) raises the target acceptance, 0.8 -> 0.95 -> 0.9875 -> 0.99, at most once per 20
+    iterations, and restarts dual averaging from the current step, so the draws take the
+    smaller step a curved posterior needs; the messages say so. On the banana, 4 chains x
+    8,000 draws, 4 seeds: ESS per draw 0.080 and 3-26 divergences, against 0.041 and 36-771
+    before (rises by halves, no restart) and 0.099 and 2-22 with ``target_accept=0.95``.
+
     ``walnuts=True``: WALNUTS (Bou-Rabee, Carpenter, Kleppe and Liu 2025;
     ``workbench/mcmc/walnuts.py``), each leaf's step halved (up to 5 times) until the energy
     stays within ``walnuts_max_error`` (0.5, nuts-rs's default) along it, for posteriors whose
