@@ -28,6 +28,10 @@ def funnel_logp_grad(theta, grad_out, data):
     """log N(v; 0, 9) + sum_k log N(x_k; 0, e^v), normalised; data is ()."""
     v = theta[0]
     n = theta.size - 1
+    if abs(v) > 1e150:  # -v^2/18 overflows to -inf and -n v / 2 to +inf: their sum would be NaN
+        for k in range(theta.size):
+            grad_out[k] = 0.0
+        return -math.inf
     inv_var = math.exp(-v)
     ssq = 0.0
     for k in range(1, theta.size):

@@ -28,3 +28,14 @@ def test_funnel_marginal_of_x_matches_adaptive_quadrature():
     cdf = [by_quad(x, lambda v: stats.norm.cdf(x * math.exp(-0.5 * v)) * stats.norm.pdf(v, 0.0, 3.0)) for x in xs]
     np.testing.assert_allclose(funnel_module.x_marginal_pdf(xs), pdf, rtol=1e-10)
     np.testing.assert_allclose(funnel_module.x_marginal_cdf(xs), cdf, rtol=0, atol=1e-12)
+
+
+def test_funnel_density_is_minus_infinity_not_nan_where_its_terms_overflow():
+    """A diverging trajectory can reach |v| ~ 1e154, where -v^2/18 and -n v / 2 overflow to
+    infinities of opposite sign: the density is zero there, not undefined."""
+    t = wb.targets.funnel(10)
+    for v in (-1e200, -1e155, 1e155):
+        lp, g = t.logp_and_grad(np.r_[v, np.ones(9)])
+        assert lp == -np.inf and np.all(np.isfinite(g))
+    lp, _ = t.logp_and_grad(np.r_[-300.0, np.zeros(9)])  # far down the neck, still finite
+    assert np.isfinite(lp)
