@@ -97,11 +97,20 @@ def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
         return None
     table = pd.read_csv(NUTPIE_CSV)
     label = table["target"] + " (" + table["metric"] + ")"
-    lead = ", ".join(f"{n} {r:.2f}x" for n, r in zip(label, table["ratio"]) if r >= 1.0)
-    trail = ", ".join(f"{n} {r:.2f}x" for n, r in zip(label, table["ratio"]) if r < 1.0)
+    intervals = "ratio_low" in table
+    if not intervals:  # a record from before the intervals: the ratio alone
+        table["ratio_low"] = table["ratio_high"] = table["ratio"]
+    rows = list(zip(label, table["ratio"], table["ratio_low"], table["ratio_high"]))
+
+    def listed(keep):
+        return ", ".join(f"{n} {r:.2f}x" + (f" ({lo:.2f}-{hi:.2f})" if intervals else "")
+                         for n, r, lo, hi in rows if keep(r, lo, hi)) or "none"
+
     sentence = (f"Against nutpie at its defaults (benchmark of {table['measured'].iloc[0]}, median of "
-                f"{table['seeds'].iloc[0]} seeds, ESS per gradient ours / nutpie's): ahead or level on {lead or 'none'}"
-                + (f"; behind on {trail}" if trail else "") + ".")
+                f"{table['seeds'].iloc[0]} seeds, ESS per gradient ours / nutpie's"
+                + (" with a 90% bootstrap interval over seeds): " if intervals else "): ")
+                + f"ahead on {listed(lambda r, lo, hi: lo >= 1.0)}; level within the seeds' noise on "
+                f"{listed(lambda r, lo, hi: lo < 1.0 <= hi)}; behind on {listed(lambda r, lo, hi: hi < 1.0)}.")
     return sentence, table
 
 

@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
@@ -71,3 +73,19 @@ def test_banana_benchmark_writes_what_the_performance_page_says(tmp_path, monkey
     assert table["short_runs_passing"].between(0, 2).all() and (table["ess_per_draw"] > 0).all()
     assert f"in {int(default['short_runs_passing'])} of 2 default runs" in sentence
     assert f"at {default['ess_per_draw']:.3f} by default" in sentence
+
+
+def test_the_nutpie_ratio_interval_covers_the_seeds_noise_and_the_page_sorts_rows_by_it(tmp_path, monkeypatch):
+    speed, performance = _load("mcmc_speed"), _load("performance")
+    assert speed.ratio_interval([2.0] * 5, [1.0] * 5) == (2.0, 2.0)
+    rng = np.random.default_rng(1)
+    ours, theirs = 100 * (1 + 0.1 * rng.standard_normal(10)), 100 * (1 + 0.1 * rng.standard_normal(10))
+    low, high = speed.ratio_interval(ours, theirs)
+    assert low < np.median(ours) / np.median(theirs) < high and high - low > 0.05
+    csv = tmp_path / "nuts_vs_nutpie.csv"
+    pd.DataFrame({"target": ["a", "b", "c"], "metric": "diag", "ratio": [1.3, 0.98, 0.8], "ratio_low": [1.1, 0.9, 0.7],
+                  "ratio_high": [1.5, 1.05, 0.9], "measured": "2026-11-26", "seeds": 10}).to_csv(csv, index=False)
+    monkeypatch.setattr(performance, "NUTPIE_CSV", csv)
+    sentence, _ = performance.nutpie_comparison()
+    assert "ahead on a (diag) 1.30x (1.10-1.50); level within the seeds' noise on b (diag) 0.98x" in sentence
+    assert "behind on c (diag) 0.80x (0.70-0.90)" in sentence
