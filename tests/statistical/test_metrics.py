@@ -71,12 +71,15 @@ def test_same_seed_same_draws_under_every_metric(metric):
 # sum of each chain's draws, 2 chains x 200 draws after 300 warmup iterations on
 # gaussian(5, scales="logspace", correlation=0.5), seed 11. Re-pinned when NUTS's adaptation
 # was measured against nutpie's (one uninterrupted dual averaging, the symmetric acceptance
-# statistic, the jittered step, the gradient start: mcmc/adaptation.py); HMC with Stan's
+# statistic, the jittered step, the gradient start: mcmc/adaptation.py); NUTS with Stan's
+# windows again when a warmup divergence came to raise the target by quarters, restart dual
+# averaging, and count only 50 iterations or more after a restart (mcmc/chains.py; one chain
+# of this run still raises it, to 0.95, its early windows' metric being poor); HMC with Stan's
 # windows is unchanged since the metrics became a setting.
 BEFORE = {
     ("NUTS", "diag"): [-169.70585555, 16.40741329],
     ("HMC", "diag"): [-1.66773153, 0.20075703],
-    ("NUTS", "diag_stan"): [-876.40996913, -403.92104548],
+    ("NUTS", "diag_stan"): [-59.41525468, -173.19590641],
     ("HMC", "diag_stan"): [-91.37401542, 3.68476936],
 }
 

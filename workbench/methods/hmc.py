@@ -317,11 +317,12 @@ class NUTS(_Hamiltonian):
     (:func:`budget_limits`), and no run spends past its budget.
 
     ``adapt_target=True``: a divergence in warmup once the metric has settled (after its first
-    30%) raises the target acceptance, 0.8 -> 0.95 -> 0.9875 -> 0.99, at most once per 20
-    iterations, and restarts dual averaging from the current step, so the draws take the
-    smaller step a curved posterior needs; the messages say so. On the banana, 4 chains x
-    8,000 draws, 4 seeds: ESS per draw 0.080 and 3-26 divergences, against 0.041 and 36-771
-    before (rises by halves, no restart) and 0.099 and 2-22 with ``target_accept=0.95``.
+    30%, and 50 or more iterations after the step's adaptation last restarted) raises the
+    target acceptance, 0.8 -> 0.95 -> 0.9875 -> 0.99, and restarts dual averaging from the
+    current step, so the draws take the smaller step a curved posterior needs; the messages
+    say so (``workbench/mcmc/chains.py``). On the banana, 4 chains x 8,000 draws, 4 seeds: ESS
+    per draw 0.076 and 3-26 divergences, against 0.041 and 36-771 before (raised by halves,
+    no restart) and 0.095 with ``target_accept=0.95``.
 
     ``walnuts=True``: WALNUTS (Bou-Rabee, Carpenter, Kleppe and Liu 2025;
     ``workbench/mcmc/walnuts.py``), each leaf's step halved (up to 5 times) until the energy
