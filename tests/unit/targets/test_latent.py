@@ -33,3 +33,17 @@ def test_lgcp_density_is_minus_infinity_where_its_covariance_cannot_be_factored(
     x = t.initial_point.copy()
     x[1] = 400.0  # an amplitude of e^400 overflows: no Cholesky factor, as PyMC's posdef check
     assert t.logp(x) == -np.inf
+
+
+def test_brownian_motion_density_is_minus_infinity_not_nan_where_its_precisions_overflow():
+    """A diverging trajectory can reach log sd ~ -400, where 1 / sd^2 overflows and a zero
+    increment gives 0 x inf: the density is zero there, not undefined."""
+    t = wb.posteriors.load("brownian_motion")
+    assert t.param_names[:2] == ("sigma_innov_log__", "sigma_obs_log__")
+    flat = np.zeros(t.dim)  # every increment zero
+    for u_i, u_o in ((-400.0, 0.0), (0.0, -400.0)):
+        flat[:2] = u_i, u_o
+        lp, g = t.logp_and_grad(flat)
+        assert lp == -np.inf and np.all(np.isfinite(g))
+    flat[:2] = -300.0, 0.0  # a tiny sd that does not overflow: still a number
+    assert not np.isnan(t.logp_and_grad(flat)[0])
