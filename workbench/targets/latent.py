@@ -36,7 +36,7 @@ from ..target import Target
 SV_STEPS = 100
 SV_TRUE = {"mu": -1.0, "phi": 0.9, "sigma": 0.5}
 BM_STEPS = 30
-BM_MIN_LOG_SCALE = 345.0  # exp(2 x 345) is near the largest double
+BM_LOG_SD_FLOOR = -345.0  # exp(-2 x log sd) overflows a double just below -354
 BM_MISSING = slice(10, 20)
 BM_TRUE = {"innovation_sd": 0.1, "observation_sd": 0.15}
 LGCP_POINTS = 100
@@ -136,9 +136,9 @@ def bm_logp_grad(theta, grad_out, data):
     """theta = (log s_i, log s_o, x_0..x_{T-1}); see the module docstring."""
     y, steps = data
     u_i, u_o = theta[0], theta[1]
-    if u_i < -BM_MIN_LOG_SCALE or u_o < -BM_MIN_LOG_SCALE:
-        # 1 / s^2 overflows, and a zero increment or residual would give 0 x inf = NaN: the
-        # density there is below any other a trajectory meets (sds under 1e-150)
+    if u_i < BM_LOG_SD_FLOOR or u_o < BM_LOG_SD_FLOOR:
+        # 1 / s^2 overflows, and a zero increment or residual would give 0 x inf = NaN: sds
+        # under 1e-150 are treated as outside the support
         for k in range(theta.size):
             grad_out[k] = 0.0
         return -math.inf
