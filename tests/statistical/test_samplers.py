@@ -182,8 +182,8 @@ def test_warmup_divergences_raise_the_target_and_the_banana_comes_out_healthier(
     size's target acceptance to 0.95 and restart dual averaging, so the draws use the step a
     fixed target_accept=0.95 would give. Without the raise (adapt_target=False) the same seeds
     give dozens of divergences each; with it, a handful in all. (R-hat <= 1.01 with bulk ESS
-    >= 400 is not asked of 4 x 1,000 draws: NUTS's ESS per draw here is at most about 0.1,
-    so 4,000 draws sit at the edge of 400.)"""
+    >= 400 is not asked of 4 x 1,000 draws: with the adapted diagonal metric NUTS's ESS per
+    draw here is 0.08-0.1, so 4,000 draws sit at the edge of 400; docs/benchmarks/banana_nuts.csv.)"""
     t = wb.targets.banana()
     raised = [wb.methods.NUTS().run(t, seed=s) for s in range(4)]
     plain = [wb.methods.NUTS(adapt_target=False).run(t, seed=s) for s in range(4)]
