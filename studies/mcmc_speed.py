@@ -235,11 +235,12 @@ def nutpie_table(seeds) -> int:
 BANANA_CSV = NUTPIE_CSV.with_name("banana_nuts.csv")
 BANANA_SETTINGS = [
     ("default", {}),
-    ("target_accept=0.95", {"target_accept": 0.95, "adapt_target": False}),
-    ("target_accept=0.99", {"target_accept": 0.99, "adapt_target": False}),
+    ("target_accept=0.95 (fixed)", {"target_accept": 0.95, "adapt_target": False}),
+    ("target_accept=0.99 (fixed)", {"target_accept": 0.99, "adapt_target": False}),
     ("walnuts=True", {"walnuts": True}),
     ("metric=identity", {"metric": "identity"}),
-    ("metric=identity, target_accept=0.95", {"metric": "identity", "target_accept": 0.95, "adapt_target": False}),
+    ("metric=identity, target_accept=0.95 (fixed)",
+     {"metric": "identity", "target_accept": 0.95, "adapt_target": False}),
 ]
 
 
@@ -280,7 +281,7 @@ def banana_table(seeds, draws: int = 8000, short_seeds=range(12)) -> int:
                "short_runs_ess_400": sum(d.ess_bulk_min >= 400 for d in short),
                "short_runs_divergences": float(np.median([d.divergences for d in short]))}
         rows.append(row)
-        print(f"{name:<38} ESS per draw {row['ess_per_draw']:.3f} ({row['ess_per_draw_min']:.3f}-"
+        print(f"{name:<46} ESS per draw {row['ess_per_draw']:.3f} ({row['ess_per_draw_min']:.3f}-"
               f"{row['ess_per_draw_max']:.3f})  divergences {divergences}  gradients per draw "
               f"{row['grads_per_draw']:.1f}  4 x 1,000 draws: {row['short_runs_passing']} of {len(short)} pass, "
               f"{row['short_runs_ess_400']} with ESS >= 400", flush=True)
