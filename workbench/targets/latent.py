@@ -8,10 +8,6 @@ PyMC models; a test checks the two agree).
   mu ~ N(0, 2^2), phi ~ Uniform(-1, 1), sigma ~ HalfNormal(1). Coordinates (mu, logit-scaled
   phi, log sigma, h_0..h_{n-1}): d = n + 3 (103 by default). The model of Kim, Shephard and Chib
   (1998), used by the MAMS paper's benchmark (Robnik et al. 2025, its "stochastic volatility").
-- ``brownian_motion``: a random walk x_t ~ N(x_{t-1}, s_i^2), x_0 ~ N(0, s_i^2), seen through
-  y_t ~ N(x_t, s_o^2) at every step but the middle ten; s_i, s_o ~ LogNormal(0, 2). Coordinates
-  (log s_i, log s_o, x_0..x_29): d = 32. Inference Gym's
-  ``BrownianMotionUnknownScalesMissingMiddleObservations`` (the MAMS paper's "Brownian motion").
 - ``lgcp``: a log-Gaussian Cox process on a 1-d grid: counts y_i ~ Poisson(exp(f_i)), the
   latent field f ~ MvNormal(m, amp^2 exp(-|x_i - x_j| / ls) + 1e-6 I) (a Matern-1/2 kernel,
   whose precision is banded: the square-exponential kernel's near-singular covariance on a
@@ -19,7 +15,8 @@ PyMC models; a test checks the two agree).
   amp ~ HalfNormal(1). Coordinates (log ls, log amp, f_0..f_{n-1}): d = n + 2 (102 by default).
   Centred, as users write it (``pm.MvNormal`` with the covariance of the hyperparameters).
 
-None has a closed-form truth: studies score them against a reference NUTS run held to
+(The Brownian motion, whose truth is exact, is in ``targets/brownian_motion.py``.) Neither has a
+closed-form truth: studies score them against a reference NUTS run held to
 posteriordb's standard (``wb.reference``).
 """
 
@@ -35,10 +32,6 @@ from ..target import Target
 
 SV_STEPS = 100
 SV_TRUE = {"mu": -1.0, "phi": 0.9, "sigma": 0.5}
-BM_STEPS = 30
-BM_LOG_SD_FLOOR = -345.0  # exp(-2 x log sd) overflows a double just below -354
-BM_MISSING = slice(10, 20)
-BM_TRUE = {"innovation_sd": 0.1, "observation_sd": 0.15}
 LGCP_POINTS = 100
 LGCP_JITTER = 1e-6
 LGCP_LS_PRIOR = (2.0, 4.0)  # Gamma(alpha, beta): mean 0.5 on a grid over [0, 5]
@@ -57,16 +50,6 @@ def sv_data(n: int = SV_STEPS, seed: int = 0) -> np.ndarray:
     for t in range(1, n):
         h[t] = phi * h[t - 1] + sigma * rng.standard_normal()
     return np.exp(0.5 * (SV_TRUE["mu"] + h)) * rng.standard_normal(n)
-
-
-def bm_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(observed values, their step indices): a walk at s_i = 0.1 seen with s_o = 0.15, the
-    middle ten steps missing."""
-    rng = np.random.default_rng(seed)
-    x = np.cumsum(BM_TRUE["innovation_sd"] * rng.standard_normal(BM_STEPS))
-    steps = np.delete(np.arange(BM_STEPS), np.arange(BM_STEPS)[BM_MISSING])
-    y = x[steps] + BM_TRUE["observation_sd"] * rng.standard_normal(steps.size)
-    return y, steps.astype(np.int64)
 
 
 def lgcp_data(n: int = LGCP_POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
@@ -128,44 +111,6 @@ def sv_logp_grad(theta, grad_out, data):
     grad_out[0] = g_mu
     grad_out[1] = g_z + g_phi * 2.0 * s * (1.0 - s)
     grad_out[2] = g_ls
-    return lp
-
-
-@jit
-def bm_logp_grad(theta, grad_out, data):
-    """theta = (log s_i, log s_o, x_0..x_{T-1}); see the module docstring."""
-    y, steps = data
-    u_i, u_o = theta[0], theta[1]
-    if u_i < BM_LOG_SD_FLOOR or u_o < BM_LOG_SD_FLOOR:
-        # 1 / s^2 overflows, and a zero increment or residual would give 0 x inf = NaN: sds
-        # under 1e-150 are treated as outside the support
-        for k in range(theta.size):
-            grad_out[k] = 0.0
-        return -math.inf
-    inv_vi = math.exp(-2.0 * u_i)
-    inv_vo = math.exp(-2.0 * u_o)
-    n = theta.size - 2
-    # LogNormal(0, 2) priors with the Jacobian of the log transform: N(u; 0, 2^2)
-    lp = -0.125 * (u_i * u_i + u_o * u_o) - 2.0 * (math.log(2.0) + 0.5 * LOG_2PI)
-    g_i = -0.25 * u_i
-    g_o = -0.25 * u_o
-    previous = 0.0
-    for t in range(n):
-        e = theta[2 + t] - previous
-        lp += -0.5 * e * e * inv_vi - u_i - 0.5 * LOG_2PI
-        g_i += e * e * inv_vi - 1.0
-        grad_out[2 + t] = -e * inv_vi
-        if t > 0:
-            grad_out[1 + t] += e * inv_vi
-        previous = theta[2 + t]
-    for k in range(y.size):
-        t = steps[k]
-        r = y[k] - theta[2 + t]
-        lp += -0.5 * r * r * inv_vo - u_o - 0.5 * LOG_2PI
-        g_o += r * r * inv_vo - 1.0
-        grad_out[2 + t] += r * inv_vo
-    grad_out[0] = g_i
-    grad_out[1] = g_o
     return lp
 
 
@@ -284,20 +229,6 @@ def stochastic_volatility(n: int = SV_STEPS, seed: int = 0) -> Target:
         initial_point=np.zeros(n + 3),
         spec={"factory": "posterior", "name": "stochastic_volatility", "backend": "numba"},
         description=f"stochastic volatility, AR(1) log-volatilities, {n} simulated returns (d = {n + 3}); no closed-form truth",
-    )
-
-
-def brownian_motion(seed: int = 0) -> Target:
-    y, steps = bm_data(seed)
-    return Target(
-        name="brownian_motion",
-        dim=BM_STEPS + 2,
-        logp_grad=bm_logp_grad,
-        data=(y, steps),
-        param_names=("sigma_innov_log__", "sigma_obs_log__", *(f"x[{t}]" for t in range(BM_STEPS))),
-        initial_point=np.zeros(BM_STEPS + 2),
-        spec={"factory": "posterior", "name": "brownian_motion", "backend": "numba"},
-        description="Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (d = 32); no closed-form truth",
     )
 
 

@@ -29,7 +29,7 @@ from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
-from . import datasets, latent
+from . import brownian_motion, datasets, latent
 from .eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
 from .regression import linear_regression, logistic_regression
 
@@ -154,13 +154,13 @@ def _stochastic_volatility_model():
 def _brownian_motion_model():
     import pymc as pm
 
-    y, steps = latent.bm_data()
+    y, steps = brownian_motion.data()
     with pm.Model() as model:
         obs = pm.Data("y", y)
         sigma_innov = pm.LogNormal("sigma_innov", 0.0, 2.0)
         sigma_obs = pm.LogNormal("sigma_obs", 0.0, 2.0)
         x = pm.GaussianRandomWalk("x", sigma=sigma_innov, init_dist=pm.Normal.dist(0.0, sigma_innov),
-                                  steps=latent.BM_STEPS - 1)
+                                  steps=brownian_motion.STEPS - 1)
         pm.Normal("obs", x[steps], sigma_obs, observed=obs)
     return model
 
@@ -210,8 +210,9 @@ POSTERIORS = {
         "stochastic volatility: 100 AR(1) latent log-volatilities, simulated returns, d = 103",
         latent.stochastic_volatility, _stochastic_volatility_model),
     "brownian_motion": Posterior(
-        "Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (Inference Gym), d = 32",
-        latent.brownian_motion, _brownian_motion_model),
+        "Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (Inference Gym), d = 32; "
+        "exact truth",
+        brownian_motion.brownian_motion, _brownian_motion_model),
     "lgcp": Posterior(
         "log-Gaussian Cox process: centred MvNormal latent field on a 100-point grid, simulated counts, d = 102",
         latent.lgcp, _lgcp_model),
