@@ -249,10 +249,15 @@ def _truth_note(target: Target, reference: dict | None) -> str:
     verdict = ("passes posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no divergences, E-BFMI > 0.2)"
                if reference.get("passes") else f"FAILS posteriordb's standard: {reference.get('why_not', '')}")
     remedy = reference.get("remedy") or ""
+    check = reference.get("cross_check_mcse", math.nan)
+    checked = (f" An independent run (other seeds, a smaller step) agrees with it within {check:.1f} Monte Carlo "
+               f"standard errors at worst ({reference.get('cross_check_worst', '')}; more than 4 would fail it)."
+               if isinstance(check, float) and math.isfinite(check) else "")
+    shipped = " It ships with the package (built once up posteriordb's ladder)." if reference.get("shipped") else ""
     return (f"No exact posterior: scored against a reference NUTS run ({reference.get('n_draws', 0):,} draws, "
             f"R-hat max {reference.get('r_hat_max', math.nan):.3f}, bulk ESS min {reference.get('ess_bulk_min', math.nan):,.0f}, "
             f"tail ESS min {reference.get('ess_tail_min', math.nan):,.0f}, {reference.get('divergences', 0)} divergences), "
-            f"which {verdict}." + (f" {remedy[0].upper()}{remedy[1:]}." if remedy else ""))
+            f"which {verdict}." + (f" {remedy[0].upper()}{remedy[1:]}." if remedy else "") + checked + shipped)
 
 
 # ----------------------------------------------------------------------------- the entry point

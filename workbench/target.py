@@ -26,6 +26,7 @@ from . import jit
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
 
 from .gradient_check import verify_gradient
+from .target_forms import Identified, Reparametrization
 from .truth import Truth
 from .user_density import (
     _bounds_checked_call,
@@ -86,6 +87,12 @@ class Target:
     build_info : dict
         How building went, apart from any run's cost: ``compile_seconds`` (PyMC models),
         ``gradient_check`` (what the check of ``from_numba`` found, or why it was skipped).
+    reparametrization : Reparametrization, optional
+        A form of the same posterior that samples better, with the map back: its reference
+        posterior may be built there (``wb.reference``).
+    identified : Identified, optional
+        The functions of theta the posterior identifies, where theta itself is not (a BNN's
+        outputs, not its weights): scores and references' checks use them.
     """
 
     name: str
@@ -103,6 +110,8 @@ class Target:
     prior: Any = None
     constrain_fn: Callable | None = field(default=None, compare=False, repr=False)
     build_info: dict = field(default_factory=dict, compare=False, repr=False)
+    reparametrization: Reparametrization | None = field(default=None, compare=False, repr=False)
+    identified: Identified | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)

@@ -22,7 +22,13 @@ ess_per_second         ess_bulk_min / wall_seconds
 ess_per_1k_grad        1000 x ess_bulk_min / grad_evals (NaN when no gradients were used)
 b2_max / b2_avg        squared error of the running second moments in units of their
                        variance, worst and mean over coordinates, median over chains (``b2.py``)
+lpd_err                held-out log predictive density per point, the method's less the
+                       truth's or reference's (targets whose ``identified`` gives one: a BNN)
 =====================  ================================================================
+
+A target whose coordinates are not identified but some functions of them are (``identified``:
+a BNN's outputs, not its weights) is scored on those functions: every metric above is then of
+the quantities (``scored_on`` says so), and ESS and R-hat too.
 
 Mean, sd and the marginal metrics need ``target.truth`` (or ``reference`` draws): NaN
 without. The Wasserstein metrics compare against draws from ``truth.sampler`` (or the
@@ -77,6 +83,7 @@ METRIC_KEYS = (
     "ess_per_1k_grad",
     "b2_max",
     "b2_avg",
+    "lpd_err",
 )
 
 _REFERENCE_FLOATS = 25_000_000  # cap on reference draws x dim (200 MB)
@@ -92,6 +99,11 @@ def reference_draws(target: Target, n: int, seed: int = 0) -> np.ndarray | None:
         return None
     rng = np.random.default_rng([seed, 0x5EED_4EF])
     return target.truth.sample(n, rng)
+
+
+def _resample(w: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Indices of ``n`` draws resampled by their weights (for a quantity that takes equal draws)."""
+    return np.random.default_rng([seed, 0x1D]).choice(len(w), size=n, p=w / w.sum())
 
 
 def evaluate(
@@ -181,6 +193,19 @@ def evaluate(
 
     true_mean = truth.mean if truth is not None and truth.mean is not None else None
     true_sd = truth.sd if truth is not None and truth.sd is not None else None
+    names = target.param_names
+    chain_draws = result.draws
+    identified = target.identified
+    if identified is not None and np.all(np.isfinite(x)):
+        # score what the posterior identifies (a BNN's outputs), not its unidentified coordinates
+        held_out = identified.held_out_log_density
+        if held_out is not None and reference is not None:
+            own = x if w is None else x[_resample(w, len(x), seed)]
+            row["lpd_err"] = held_out(own) - held_out(reference)
+        x, chain_draws, names = identified(x), identified(result.draws), identified.names
+        reference = identified(reference) if reference is not None else None
+        true_mean = true_sd = None
+        row["scored_on"] = "identified quantities: " + (identified.description or ", ".join(names[:3]))
     if true_mean is None and reference is not None:
         true_mean = reference.mean(axis=0)
     if true_sd is None and reference is not None:
@@ -200,7 +225,7 @@ def evaluate(
         )
         if w is None:  # equally weighted draws, per chain
             ex2, var_x2 = second_moments(true_mean, true_sd, reference)
-            row["b2_max"], row["b2_avg"] = final_b2(result.draws, ex2, var_x2)
+            row["b2_max"], row["b2_avg"] = final_b2(chain_draws, ex2, var_x2)
         if reference is not None:
             w1 = wasserstein_per_marginal(x, reference, w) / true_sd
             row.update(w1_max=float(w1.max()), w1_mean=float(w1.mean()))
@@ -214,7 +239,7 @@ def evaluate(
         worst = int(np.argmax(mean_err))
         against = "exact posterior" if truth is not None and truth.source == "exact" else "reference"
         row["fit_warning"] = (
-            f"far from the answer: the fitted mean of {target.param_names[worst]} is {mean_err[worst]:.2f} sd from "
+            f"far from the answer: the fitted mean of {names[worst]} is {mean_err[worst]:.2f} sd from "
             f"the {against}'s (> {FIT_MEAN_ERR_MAX}); {result.method} failed on this posterior"
         )
 
@@ -231,7 +256,7 @@ def evaluate(
         row["mode_weight_err_max"] = float(np.max(np.abs(share - true_w)))
 
     if finite:
-        ess_bulk, ess_tail, rhat = ess_and_rhat(result)
+        ess_bulk, ess_tail, rhat = ess_and_rhat(result, chain_draws if identified is not None else None)
         row.update(ess_bulk_min=ess_bulk, ess_tail_min=ess_tail, r_hat_max=rhat)
         if result.cost.wall_seconds > 0:
             row["ess_per_second"] = ess_bulk / result.cost.wall_seconds

@@ -11,10 +11,14 @@ from ..diagnostics import chain_diagnostics, kish_ess
 from ..result import Result
 
 
-def ess_and_rhat(result: Result) -> tuple[float, float, float]:
-    """(min bulk ESS, min tail ESS, max R-hat) over coordinates, as ``arviz.summary`` gives them."""
+def ess_and_rhat(result: Result, draws: np.ndarray | None = None) -> tuple[float, float, float]:
+    """(min bulk ESS, min tail ESS, max R-hat) over coordinates, as ``arviz.summary`` gives them;
+    of ``draws`` (chains, n, k) instead of the result's own when given (quantities of them)."""
     if result.log_weights is not None:
         return kish_ess(result.weights()), math.nan, math.nan
+    if draws is not None:
+        diag = chain_diagnostics(draws)
+        return diag.ess_bulk_min, diag.ess_tail_min, diag.r_hat_max
     diag = result.info.get("diagnostics")  # a sampler computed them already (diagnostics.py)
     if diag is None or diag.get("draws") != result.draws.shape[1]:
         diag = chain_diagnostics(result.draws)._asdict()

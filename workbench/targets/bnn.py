@@ -22,6 +22,7 @@ from ..errors import TargetError
 from ..numerics import LOG_2PI
 from ..approximations import Gaussian
 from ..target import Target
+from ..target_forms import Identified
 
 
 @jit
@@ -150,6 +151,54 @@ def bnn_predict(theta, X, sizes):
     return out
 
 
+@jit
+def bnn_predict_draws(thetas, X, sizes):
+    """f(x_i; theta_s) for every draw s (rows of ``thetas``) and row i of X: (draws, rows)."""
+    acts = np.empty(_n_units(sizes))
+    out = np.empty((thetas.shape[0], X.shape[0]))
+    for s in range(thetas.shape[0]):
+        for i in range(X.shape[0]):
+            out[s, i] = _forward(thetas[s], X[i], sizes, acts)
+    return out
+
+
+PREDICTION_GRID = 50  # inputs at which the network's outputs are scored (one-input data)
+HELD_OUT = 200  # held-out points of the log predictive density (the built-in sin data)
+
+
+def prediction_grid(X: np.ndarray) -> np.ndarray:
+    """The inputs at which a BNN is scored: an even grid over the data's range for one input,
+    the data's own rows otherwise."""
+    if X.shape[1] == 1:
+        return np.linspace(X.min(), X.max(), PREDICTION_GRID)[:, None]
+    return np.ascontiguousarray(X)
+
+
+def identified_outputs(X, sizes, held_out=None) -> Identified:
+    """What a BNN's posterior identifies (``Identified``): its outputs f(x) on
+    :func:`prediction_grid`, and the log predictive density of ``held_out`` = (x, y, sigma)."""
+    grid = prediction_grid(X)
+
+    def outputs(draws):
+        return bnn_predict_draws(np.ascontiguousarray(draws, dtype=float), grid, sizes)
+
+    held_out_log_density = None
+    if held_out is not None:
+        xh, yh, sh = held_out
+
+        def held_out_log_density(draws):
+            from scipy.special import logsumexp
+
+            f = bnn_predict_draws(np.ascontiguousarray(draws, dtype=float), xh, sizes)
+            lp = -0.5 * ((yh - f) / sh) ** 2 - np.log(sh) - 0.5 * LOG_2PI
+            return float(np.mean(logsumexp(lp, axis=0) - math.log(len(f))))
+
+    names = tuple(f"f({', '.join(f'{v:.3g}' for v in row)})" for row in grid)
+    return Identified(names, outputs, held_out_log_density,
+                      "the network's outputs on a grid of inputs (its weights are not identified: permuting hidden "
+                      "units or flipping their signs leaves the likelihood unchanged)")
+
+
 def n_parameters(sizes) -> int:
     """Number of weights and biases of an MLP with these layer sizes (input first)."""
     return int(sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])))
@@ -205,6 +254,7 @@ def bnn(
         if n_data < 1:
             raise TargetError(f"n_data must be >= 1, got {n_data}")
         X, y, sigma = sin_data(int(n_data), noise_sd, seed)
+        held_out = sin_data(HELD_OUT, noise_sd, seed + 1)
         source = "sin"
     else:
         if y is None or sigma is None:
@@ -220,6 +270,7 @@ def bnn(
         for name, values in (("x", X), ("y", y)):
             if not np.all(np.isfinite(values)):
                 raise TargetError(f"{name} must be finite: it has {int(np.sum(~np.isfinite(values)))} NaN or inf values")
+        held_out = None
         source = "custom"
     sizes = np.array([X.shape[1], *widths, 1], dtype=np.int64)
     dim = n_parameters(sizes)
@@ -235,6 +286,7 @@ def bnn(
         truth=None,
         initial_point=init,
         prior=Gaussian(np.zeros(dim), prior_sd**2 * np.eye(dim)),
+        identified=identified_outputs(X, sizes, held_out),
         spec={
             "factory": "bnn",
             "n_data": int(X.shape[0]),

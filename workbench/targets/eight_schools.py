@@ -22,6 +22,7 @@ from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
+from ..target_forms import Reparametrization
 
 Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -77,8 +78,16 @@ def eight_schools_centered_logp_grad(theta, grad_out, data):
     return lp
 
 
+def noncentered_to_centered(draws: np.ndarray) -> np.ndarray:
+    """(..., 10) draws of (mu, log tau, eta) as (mu, log tau, theta), theta_j = mu + tau eta_j."""
+    x = np.asarray(draws, dtype=float)
+    return np.concatenate([x[..., :2], x[..., :1] + np.exp(x[..., 1:2]) * x[..., 2:]], axis=-1)
+
+
 def eight_schools(centered: bool = False) -> Target:
-    """The eight schools posterior, non-centred (default) or centred; d = 10, no closed-form truth."""
+    """The eight schools posterior, non-centred (default) or centred; d = 10, no closed-form truth.
+    The centred form's reference comes from the non-centred one, mapped
+    (``Target.reparametrization``)."""
     if not isinstance(centered, (bool, np.bool_)):
         raise TargetError(f"centered must be True or False, got {centered!r}")
     form = "centered" if centered else "noncentered"
@@ -91,5 +100,7 @@ def eight_schools(centered: bool = False) -> Target:
         param_names=names,
         initial_point=np.zeros(2 + Y.size),
         spec={"factory": "eight_schools", "centered": bool(centered)},
+        reparametrization=Reparametrization("non-centred: theta_j = mu + tau eta_j", eight_schools,
+                                            noncentered_to_centered) if centered else None,
         description=f"eight schools, {form} (hierarchical; mu, log tau and 8 school effects); no closed-form truth",
     )

@@ -15,8 +15,9 @@ PyMC models; a test checks the two agree).
   amp ~ HalfNormal(1). Coordinates (log ls, log amp, f_0..f_{n-1}): d = n + 2 (102 by default).
   Centred, as users write it (``pm.MvNormal`` with the covariance of the hyperparameters).
 
-(The Brownian motion, whose truth is exact, is in ``targets/brownian_motion.py``.) Neither has a
-closed-form truth: studies score them against a reference NUTS run held to
+(The Brownian motion, whose truth is exact, is in ``targets/brownian_motion.py``; the non-centred
+forms that references are built on, in ``targets/noncentered.py``.) Neither has a closed-form
+truth: studies score them against a reference NUTS run held to
 posteriordb's standard (``wb.reference``).
 """
 

@@ -29,7 +29,7 @@ from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
-from . import brownian_motion, datasets, latent
+from . import brownian_motion, datasets, latent, noncentered
 from .eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
 from .regression import linear_regression, logistic_regression
 
@@ -208,14 +208,15 @@ POSTERIORS = {
         lambda: logistic_regression("breast_cancer"), _logistic_model),
     "stochastic_volatility": Posterior(
         "stochastic volatility: 100 AR(1) latent log-volatilities, simulated returns, d = 103",
-        latent.stochastic_volatility, _stochastic_volatility_model),
+        lambda: latent.stochastic_volatility().replace(reparametrization=noncentered.sv_reparametrization()),
+        _stochastic_volatility_model),
     "brownian_motion": Posterior(
         "Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (Inference Gym), d = 32; "
         "exact truth",
         brownian_motion.brownian_motion, _brownian_motion_model),
     "lgcp": Posterior(
         "log-Gaussian Cox process: centred MvNormal latent field on a 100-point grid, simulated counts, d = 102",
-        latent.lgcp, _lgcp_model),
+        lambda: latent.lgcp().replace(reparametrization=noncentered.lgcp_reparametrization()), _lgcp_model),
 }
 
 
@@ -254,4 +255,4 @@ def load(name: str, backend: str = "numba") -> Target:
     if pymc_target.dim != numba_target.dim:  # pragma: no cover - a bundling mistake
         raise TargetError(f"posterior {name!r}: PyMC form has d = {pymc_target.dim}, Numba form {numba_target.dim}")
     return pymc_target.replace(spec=spec, truth=numba_target.truth, prior=numba_target.prior,
-                               build_info=pymc_target.build_info)
+                               build_info=pymc_target.build_info, reparametrization=numba_target.reparametrization)

@@ -1,0 +1,52 @@
+"""Two facts about a posterior beyond its density, which references and scores use: a form of it
+that samples better (:class:`Reparametrization`), and the quantities it identifies when its
+coordinates are not identified (:class:`Identified`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Reparametrization:
+    """Another form of the same posterior that may sample better (a non-centred hierarchy, a
+    whitened latent field), and the map from its coordinates to the target's. A reference that
+    fails on the target's own form is built on it and mapped back (``wb.reference``), as one
+    would by hand.
+
+    ``name`` says what the form is; ``build()`` returns it as a ``Target``; ``to_target(draws)``
+    maps (..., d') draws of it to (..., d) draws of the target.
+    """
+
+    name: str
+    build: Callable[[], Any]
+    to_target: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Identified:
+    """The functions of the parameters that the posterior identifies, where the parameters are
+    not: a BNN's likelihood is unchanged by permuting its hidden units or flipping their signs,
+    so its chains sit in equivalent modes, R-hat on the weights cannot pass, and an error per
+    weight measures the labelling rather than the fit. Its outputs are identified.
+
+    ``names`` (k,) name the quantities; ``fn(draws (n, d)) -> (n, k)`` computes them;
+    ``held_out_log_density(draws (n, d)) -> float``, optional, is the log predictive density
+    of held-out data under the draws (log of the mean over draws of p(y | theta), averaged
+    over the held-out points). Scores (``wb.metrics.evaluate``) and references' checks of
+    posteriordb's standard are made on the quantities.
+    """
+
+    names: tuple
+    fn: Callable[[np.ndarray], np.ndarray]
+    held_out_log_density: Callable[[np.ndarray], float] | None = None
+    description: str = ""
+
+    def __call__(self, draws: np.ndarray) -> np.ndarray:
+        """The quantities of (..., d) draws: (..., k)."""
+        x = np.asarray(draws, dtype=float)
+        flat = x.reshape(-1, x.shape[-1])
+        return np.asarray(self.fn(flat), dtype=float).reshape(*x.shape[:-1], len(self.names))
