@@ -98,3 +98,23 @@ def test_a_stat_of_the_wrong_shape_is_left_out_with_a_warning_naming_it():
     # traces of different lengths each keep their own dim (they made xarray raise)
     assert tree["optimization"]["elbo"].dims == ("iteration",)
     assert tree["optimization"]["restarts_elbo"].shape == (7,)
+
+
+def test_a_samplers_health_check_waits_until_its_messages_or_info_are_read(monkeypatch):
+    """ArviZ's R-hat and ESS of every coordinate cost ten times a small run's sampling: run()
+    leaves them until the result's messages or info are first read, then runs them once."""
+    import workbench as wb
+    from workbench.methods import sampling
+
+    calls = []
+    real = sampling.chain_diagnostics
+    monkeypatch.setattr(sampling, "chain_diagnostics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = wb.methods.NUTS(chains=2, warmup=100, draws=50, progress=False).run(wb.targets.gaussian(dim=3), seed=0)
+    assert calls == [] and res.draws.shape == (2, 50, 3)
+    assert "diagnostics" in res.info and calls == [1]
+    messages = list(res.messages)
+    assert calls == [1] and res.info["diagnostics"]["draws"] == 50
+    assert messages == res.messages
+    # a short run of a banana says what is wrong with it, as before
+    bad = wb.methods.NUTS(chains=2, warmup=50, draws=20, progress=False).run(wb.targets.banana(), seed=0)
+    assert any(m.startswith(("R-hat", "low ESS")) for m in bad.messages)

@@ -37,7 +37,7 @@ import numpy as np
 from ..cache import object_digest
 from ..errors import DensityError, LongRunWarning, TargetError, WorkbenchError, format_point
 from ..jit import C_PROGRESS, C_STOP
-from ..result import Budget, Cost, Result
+from ..result import IN_RUN, Budget, Cost, Result
 from ..target import Target
 
 # ------------------------------------------------------------------------------ validation
@@ -409,6 +409,7 @@ class Method:
         seed = resolve_seed(seed)
         check_memory(self, target, self.memory_needs(target, budget))
         clock = RunClock()
+        building = IN_RUN.set(True)  # the result's deferred health check waits until run() returns
         try:
             return self._run(target, seed, budget)
         except KeyboardInterrupt:
@@ -424,6 +425,8 @@ class Method:
             if not isinstance(exc, WorkbenchError) and not getattr(exc, "__notes__", None):
                 exc.add_note(f"raised while {self.name} ran on target {target.name!r} (seed {seed})")
             raise
+        finally:
+            IN_RUN.reset(building)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:  # pragma: no cover
         raise NotImplementedError

@@ -221,11 +221,15 @@ class Chains:
         for name in ("tree_depth", "n_steps"):
             if name in stat_dict:
                 stat_dict[name] = stat_dict[name].astype(np.int64)
-        kept_draws = draws[:, window]
-        diagnostics = chain_diagnostics(kept_draws, stat_dict, getattr(self.method, "max_depth", None))
-        messages += health_messages(diagnostics)
-        return self.method.result(
-            self.target, self.seed, kept_draws.copy(), self.clock,
+        kept_draws = draws[:, window].copy()
+        max_depth = getattr(self.method, "max_depth", None)
+
+        def health():  # ArviZ's diagnostics, deferred until the result's messages or info are read
+            diagnostics = chain_diagnostics(kept_draws, stat_dict, max_depth)
+            return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+        result = self.method.result(
+            self.target, self.seed, kept_draws, self.clock,
             # the starting points' evaluations (checks, retries, a Pathfinder start) are warmup's
             grad_evals=int(run.evals.sum()) + self.start_grad_evals,
             warmup_grad_evals=int(run.warmup_evals.sum()) + self.start_grad_evals,
@@ -233,10 +237,11 @@ class Chains:
             stats=stat_dict,
             warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
             messages=messages,
-            info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(),
-                  "diagnostics": diagnostics._asdict(), **(info or {})},
+            info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(), **(info or {})},
             interrupted=bool(run.interrupted),
         )
+        result.defer_health(health)
+        return result
 
 
 def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budget, x0=None) -> Chains:
