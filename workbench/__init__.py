@@ -33,6 +33,16 @@ def compare(target, **kwargs):
     return _compare(target, **kwargs)
 
 
+def calibrate(model, methods=None, n_sims=None, grad_budget=None, seed=0, options=None, **kwargs):
+    """Simulation-based calibration of every method on ``model`` (a PyMC model, a target with a
+    generative form, or ``path/to/file.py:NAME``), with no reference posterior: a ``Calibration``
+    with ``ranks``, ``quantities``, ``p_values`` and ``flagged`` (``workbench/calibration/``; the
+    command line's ``workbench calibrate FILE:model``)."""
+    from .calibration import calibrate as _calibrate
+
+    return _calibrate(model, methods, n_sims, grad_budget, seed, options, **kwargs)
+
+
 def __getattr__(name: str):
     if name == "__version__":
         from .cache import package_version
@@ -70,6 +80,7 @@ __all__ = [
     "TargetError",
     "Truth",
     "approximations",
+    "calibrate",
     "WorkbenchError",
     "check_gradient",
     "compare",

@@ -56,6 +56,16 @@ def code_version() -> str:
     return f"{package_version()}+{code_digest()}"
 
 
+def data_digest(target) -> str:
+    """A hash of a target's data arrays: a user's target is identified by its data too."""
+    h = hashlib.sha256()
+    for a in target.data:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
 def object_digest(obj) -> str:
     """A hash of an object's content (its arrays' bytes, its numbers and strings, the
     qualified names of its functions, its attributes' in turn): two objects of one type with

@@ -4,8 +4,11 @@
     workbench study NAME [NAME ...] [--quick] [--executor local|serial|dask] [--scheduler tcp://...] [--out reports/]
     workbench report NAME [--quick] [--out reports/]   re-render a page from the cache, running nothing
     workbench report --all                          re-render every study that has a cache, and the index
-    workbench compare TARGET [--quick] [--budgets 10000,100000] [--seeds N] [--backend numba|pymc]
+    workbench compare TARGET [--quick] [--methods NUTS,...] [--budgets 10000,100000] [--seeds N] [--calibrate N]
         every method on one posterior (a built-in target, a bundled posterior, path/to/file.py:NAME)
+    workbench calibrate MODEL [--quick] [--methods NUTS,...] [--budgets 10000] [--seeds N] [--executor ...]
+        simulation-based calibration of every method on a model (path/to/file.py:NAME, a PyMC model or a
+        built-in model with a generative form): no reference posterior needed
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     from .study.options import add_arguments
 
     parser = argparse.ArgumentParser(prog="workbench", description="Bayesian inference methods side by side.")
-    sub = parser.add_subparsers(dest="command", metavar="{list,study,report,compare}")
+    sub = parser.add_subparsers(dest="command", metavar="{list,study,report,compare,calibrate}")
     sub.required = True
     sub.add_parser("list", help="targets, methods and studies")
     p = sub.add_parser("study", help="run (or resume) studies and write their reports (one pool for all)")
@@ -36,8 +39,31 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budgets", type=_budgets, default=None, metavar="N,N,...",
                    help="gradient budgets per run (default 10000,100000,1000000; --quick: 10000,100000)")
     p.add_argument("--seeds", type=int, default=None, help="repetitions per cell (default 2; --quick: 1)")
+    p.add_argument("--methods", type=_methods, default=None, metavar="NAME,NAME,...",
+                   help="the methods to run (default: every applicable one), e.g. NUTS,MeanFieldVI,Laplace")
+    p.add_argument("--calibrate", type=int, default=0, metavar="N",
+                   help="also calibrate the methods on N data sets simulated from the model (no reference needed)")
+    add_arguments(p)
+    p = sub.add_parser("calibrate", help="simulation-based calibration of every method on a model (no reference)")
+    p.add_argument("target", help="path/to/file.py:NAME (a PyMC model), a bundled posterior, or a built-in model")
+    p.add_argument("--backend", choices=("numba", "pymc"), default="numba", help="a bundled posterior's form")
+    p.add_argument("--methods", type=_methods, default=None, metavar="NAME,NAME,...",
+                   help="the methods to calibrate (default: every applicable one)")
+    p.add_argument("--budgets", type=_budgets, default=None, metavar="N[,N,...]",
+                   help="gradient evaluations per fit (default 10000; several: one calibration each)")
+    p.add_argument("--seeds", "--sims", dest="sims", type=int, default=None, metavar="N",
+                   help="simulated data sets (default 200; --quick: 100)")
+    p.add_argument("--seed", type=int, default=0, help="the simulations' random stream (default 0)")
+    p.add_argument("--level", type=float, default=0.01, help="family-wise level of the flags (default 0.01)")
     add_arguments(p)
     return parser
+
+
+def _methods(text: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"methods are names separated by commas, e.g. NUTS,MeanFieldVI; got {text!r}")
+    return names
 
 
 def _budgets(text: str) -> tuple[int, ...]:
@@ -83,6 +109,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "compare":
             return _compare(parser, args)
+        if args.command == "calibrate":
+            return _calibrate(parser, args)
         if args.command == "study":
             check_arguments(parser, args)
             studies = [load_study(name) for name in args.name]  # every name checked before any runs
@@ -111,12 +139,33 @@ def _compare(parser, args) -> int:
     check_arguments(parser, args)
     if args.seeds is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if args.calibrate and args.calibrate < 10:
+        parser.error(f"--calibrate needs at least 10 simulations, got {args.calibrate}")
     result = compare(args.target, backend=args.backend, budgets=args.budgets, seeds=args.seeds,
-                     options=RunOptions.from_args(args))
+                     methods=args.methods, calibrate=args.calibrate or None, options=RunOptions.from_args(args))
     run = result.run
     print(f"{result.target.name}: {len(run.cells)} runs ({run.computed} computed, {run.cached} cached, "
           f"{run.failed} failed) in {run.seconds:.0f} s -> {result.page}")
     print(result.recommendation)
+    return 0
+
+
+def _calibrate(parser, args) -> int:
+    from .calibration import calibrate
+    from .study.options import RunOptions, check_arguments
+
+    check_arguments(parser, args)
+    if args.sims is not None and args.sims < 10:
+        parser.error(f"--seeds (simulated data sets) must be >= 10, got {args.sims}")
+    if not 0.0 < args.level < 1.0:
+        parser.error(f"--level must lie in (0, 1), got {args.level}")
+    for budget in args.budgets or (None,):
+        result = calibrate(args.target, methods=args.methods, n_sims=args.sims, grad_budget=budget, seed=args.seed,
+                           options=RunOptions.from_args(args), level=float(args.level), backend=args.backend)
+        run = result.run
+        print(f"{result.target.name}: {len(run.cells)} fits ({run.computed} computed, {run.cached} cached, "
+              f"{run.failed} failed) in {run.seconds:.0f} s -> {result.page}")
+        print(result.finding)
     return 0
 
 

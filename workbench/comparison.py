@@ -27,11 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import TargetError
 from .references import REFERENCE_RUNS
 from .target import Target
 from .study.options import RunOptions
-from .targets.specs import file_digest, load_source, register_target
+from .targets.specs import resolve
 
 QUICK_BUDGETS = (10_000, 100_000)
 FULL_BUDGETS = (10_000, 100_000, 1_000_000)
@@ -39,73 +38,17 @@ FULL_BUDGETS = (10_000, 100_000, 1_000_000)
 SCORE = "w1_mean"
 
 
-# ----------------------------------------------------------------------------- finding the target
-
-
-def resolve(target, backend: str = "numba") -> tuple[Target, dict, bool]:
-    """(target, the cells' target spec, whether worker processes can rebuild it)."""
-    from . import targets
-    from .references import data_digest
-    from .targets import posteriors
-
-    if isinstance(target, Target):
-        if target.spec.get("factory") in targets.available():
-            return target, dict(target.spec), True
-        spec = {"factory": "registered", "name": target.name, "spec": dict(target.spec),
-                "data_digest": data_digest(target)}
-        return target, register_target(target, spec), False
-    if not isinstance(target, str):
-        raise TargetError(f"compare needs a Target or a name (str), got {type(target).__name__}")
-    if backend not in posteriors.BACKENDS:
-        raise TargetError(f"backend must be one of {posteriors.BACKENDS}, got {backend!r}")
-    if ":" in target and target.rpartition(":")[0].endswith(".py"):
-        built = load_source(target, backend)
-        path = str(Path(target.rpartition(":")[0]).expanduser().resolve())
-        spec = {"factory": "source", "source": f"{path}:{target.rpartition(':')[2]}",
-                "file_digest": file_digest(path)}
-        return built, spec, True
-    if target in posteriors.available():
-        spec = {"factory": "posterior", "name": target, "backend": backend}
-        return posteriors.load(target, backend), spec, True
-    name, kwargs = _call_syntax(target)
-    if name in targets.available() and name != "posterior":
-        try:
-            built = getattr(targets, name)(**kwargs)
-        except TypeError as exc:
-            raise TargetError(f"{target!r}: {exc}; give its arguments as in Python, e.g. "
-                              f"'gaussian(dim=10, scales=\"logspace\")'") from exc
-        return built, {"factory": name, **kwargs}, True
-    raise TargetError(
-        f"unknown target {target!r}: give a built-in target ({', '.join(k for k in targets.available() if k != 'posterior')}), "
-        f"a bundled posterior ({', '.join(posteriors.available())}) or path/to/file.py:NAME"
-    )
-
-
-def _call_syntax(text: str) -> tuple[str, dict]:
-    """``"gaussian(dim=10, scales='logspace')"`` -> ("gaussian", {...}); a bare name -> (name, {}).
-    Keyword arguments with literal values only (parsed, never evaluated)."""
-    import ast
-
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        return text, {}
-    if isinstance(node, ast.Name):
-        return node.id, {}
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
-        try:
-            return node.func.id, {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-        except ValueError as exc:
-            raise TargetError(f"{text!r}: arguments must be literals (numbers, strings, lists)") from exc
-    return text, {}
-
-
 # ----------------------------------------------------------------------------- the grid
 
 
-def grid_for(spec: dict, target: Target, budgets, seeds):
+def grid_for(spec: dict, target: Target, budgets, seeds, methods=None):
+    """Every method of the panel (or those ``methods`` names) at every budget and seed, Laplace,
+    and Exact where the target has an exact sampler."""
     from .study import Cell
     from .study.panel import CHAINS, method_panel
+
+    def wanted(label: str, cls: str) -> bool:
+        return methods is None or label in methods or cls in methods
 
     cells = []
     labels = {"target": target.name}
@@ -113,11 +56,28 @@ def grid_for(spec: dict, target: Target, budgets, seeds):
         if target.truth is not None and target.truth.sampler is not None:
             cells.append(Cell(spec, {"method": "Exact", "chains": CHAINS, "draws": 2000}, seed,
                               labels={**labels, "method": "Exact"}))
-        cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"}))
+        if wanted("Laplace", "Laplace"):
+            cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"}))
         for budget in budgets:
             for name, method, grad_budget in method_panel(budget):
-                cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}))
+                if wanted(name, method["method"]):
+                    cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}))
     return cells
+
+
+def check_methods(methods) -> list[str] | None:
+    """The method names ``compare`` and ``calibrate`` take (panel labels or class names), checked."""
+    from .methods import available
+    from .study.panel import method_panel
+
+    if methods is None:
+        return None
+    names = [methods] if isinstance(methods, str) else list(methods)
+    known = {label for label, _, _ in method_panel(10_000)} | set(available())
+    unknown = [m for m in names if m not in known]
+    if unknown or not names:
+        raise ValueError(f"unknown methods {unknown}; give names from {sorted(known)}")
+    return names
 
 
 # ----------------------------------------------------------------------------- the verdict
@@ -186,7 +146,7 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     return "".join(parts)
 
 
-def _report(target: Target, budgets):
+def _report(target: Target, budgets, calibration=None):
     from .study import Figure, Page
     from .study import figures as F
     from .study.panel import CHAINS
@@ -236,7 +196,17 @@ def _report(target: Target, budgets):
                  "importance sampling): such a run's error is what it gave, but it would not have been trusted.",
                  f"Budgets: {', '.join(f'{b:,}' for b in budgets)} gradient evaluations per run; samplers run "
                  f"{CHAINS} chains. Re-run or extend: workbench compare again (cached cells are reused)."]
-        return Page(finding=recommendation(table, reference), figures=figures,
+        finding = recommendation(table, reference)
+        if calibration is not None:
+            finding += f" Calibration on the model's own simulated data ({calibration.page.parent.name}): " \
+                       + calibration.finding
+            notes.append(f"Calibration (no reference needed): {len(calibration.quantities)} quantities of "
+                         f"{len(next(iter(calibration.pit.values())))} data sets simulated from the model, every method "
+                         f"ranked; its page: ../{calibration.page.parent.name}/index.html")
+        elif reference is not None and not reference.get("passes", True):
+            notes.append("The reference fails posteriordb's standard: `workbench calibrate` checks every method on "
+                         "data simulated from this model with no reference at all (simulation-based calibration).")
+        return Page(finding=finding, figures=figures,
                     tables=[("Per method and budget (" + over + ")", summary), ("Every run", table[cols])],
                     notes=notes)
 
@@ -265,12 +235,14 @@ def _truth_note(target: Target, reference: dict | None) -> str:
 
 @dataclass
 class Comparison:
-    """What :func:`compare` returns: the study run (``run.table``), the page, the verdict."""
+    """What :func:`compare` returns: the study run (``run.table``), the page, the verdict, and the
+    calibration when one was asked for (``calibrate=N``)."""
 
     run: object
     page: Path
     recommendation: str
     target: Target
+    calibration: object = None
 
 
 def _slug(text: str) -> str:
@@ -283,6 +255,8 @@ def compare(
     backend: str = "numba",
     budgets=None,
     seeds: int | None = None,
+    methods=None,
+    calibrate: int | None = None,
     options: RunOptions | None = None,
     **run_options,
 ) -> Comparison:
@@ -298,6 +272,12 @@ def compare(
         Gradient budgets per run (default 10k, 100k, 1M; ``quick``: 10k and 100k).
     seeds : int, optional
         Repetitions per cell (default 2; ``quick``: 1).
+    methods : list of str, optional
+        The methods to run (panel labels such as ``"NUTS"``, ``"IS"``, or class names); default all.
+    calibrate : int, optional
+        Also calibrate the methods on this many data sets simulated from the model
+        (``wb.calibrate``, at the smallest budget): the page's finding says which were
+        calibrated on the model's own data. Needs a model with a generative form.
     options : RunOptions, optional
         How the runs are made (``workbench.study.options``); or its fields as keywords:
         ``quick``, ``out``, ``executor``, ``workers``, ``scheduler``, ``fresh``, ``progress``.
@@ -311,6 +291,7 @@ def compare(
 
     options = RunOptions.of(options, **run_options)
     quick, executor = options.quick, options.executor
+    methods = check_methods(methods)
     built, spec, rebuildable = resolve(target, backend)
     if budgets is None:
         budgets = QUICK_BUDGETS if quick else FULL_BUDGETS
@@ -327,11 +308,17 @@ def compare(
     elif executor != "serial" and not rebuildable:
         raise ValueError(f"target {built.name!r} was built from a Python object: only executor='serial' can run it "
                          "(or give it as path/to/file.py:NAME)")
+    calibration = None
+    if calibrate:
+        from .calibration import calibrate as run_calibration
+
+        calibration = run_calibration(target, methods=methods, n_sims=int(calibrate), grad_budget=min(budgets),
+                                      options=options.replace(executor=executor), backend=backend)
     study = Study(
         name=f"compare_{_slug(built.name)}",
         title=f"Which method for {built.name}? Every method at equal gradient budgets",
-        grid=lambda _quick: grid_for(spec, built, budgets, range(n_seeds)),
-        report=_report(built, budgets),
+        grid=lambda _quick: grid_for(spec, built, budgets, range(n_seeds), methods),
+        report=_report(built, budgets, calibration),
         # the verdict is only as good as its reference: a failing one is re-run with the usual
         # remedies (references.remedied) even in the quick grid
         reference_runs=REFERENCE_RUNS,
@@ -341,4 +328,6 @@ def compare(
     )
     run, page = run_and_report(study, options.replace(executor=executor))
     finding = recommendation(run.table, next(iter(run.references.values()), None))
-    return Comparison(run=run, page=page, recommendation=finding, target=built)
+    if calibration is not None:
+        finding += " Calibration on the model's own simulated data: " + calibration.finding
+    return Comparison(run=run, page=page, recommendation=finding, target=built, calibration=calibration)

@@ -16,6 +16,7 @@ deterministics), shaped as the model declares them.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import warnings
@@ -219,7 +220,7 @@ class Constrainer:
 
 
 def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
-              target_class=None):
+              target_class=None, observed_as_data: bool = False):
     """A :class:`~workbench.Target` from a PyMC model (see the module docstring).
 
     Parameters
@@ -238,6 +239,12 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     its ``initial_point`` PyMC's ``model.initial_point()``; ``build_info`` records the
     compile time (``compile_seconds``), apart from any run's cost. A model is compiled once:
     asking again for the same graph with the same data returns the target already built.
+
+    With ``observed_as_data``, the observed values are inputs of the compiled density too (in
+    the target's ``data``, beside the ``pm.Data`` containers), so a simulated data set is a new
+    ``data`` tuple and never a new compile, and the target carries its ``generative`` form:
+    PyMC's own forward sampler, compiled once, and the observed variables' log-likelihood
+    (what ``wb.calibrate`` needs; :func:`pymc_generative`).
     """
     pm, pytensor = _import_pymc()
     import pytensor.tensor as pt
@@ -248,14 +255,16 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         raise TypeError("from_pymc builds its Target through Target.from_pymc(model); call that")
     _check_model(model, pm)
     start = time.perf_counter()
+    observed = observed_inputs(model) if observed_as_data else {}
     point = model.initial_point()
     _check_finite_start(model, point)
     value_vars = model.value_vars
-    logp = model.logp()
+    with observed_values(model, observed):
+        logp = model.logp()
     grad = pt.concatenate([pt.flatten(g) for g in pt.grad(logp, value_vars)])
     [logp_x, grad_x], joined = join_nonshared_inputs(point, [logp, grad], value_vars)
     # compiled once per model: the same graph with the same data gives back the same target
-    key = (graph_digest(logp_x), _shared_digest(logp_x))
+    key = (graph_digest(logp_x), _shared_digest(logp_x), observed_as_data)
     built = _COMPILED.setdefault(model, {})
     if key in built:
         target = built[key]
@@ -315,6 +324,8 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         ),
         build_info=info,
     )
+    if observed_as_data:
+        target = target.replace(generative=pymc_generative(model, target, observed, shared))
     info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
     if check_gradient:
         from .gradient_check import verify_gradient
@@ -322,3 +333,94 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         verify_gradient(target)
     built[key] = target
     return target
+
+
+# ----------------------------------------------------------------------------- simulation
+
+
+def observed_inputs(model) -> dict:
+    """Observed RV -> the shared variable that stands for its values in the compiled density: the
+    model's own ``pm.Data`` where it observes one, else a new shared variable holding the
+    constant (of its dtype and static shape), so that the observed values are an input."""
+    import pytensor
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    out = {}
+    for rv in model.observed_RVs:
+        value = model.rvs_to_values[rv]
+        if isinstance(value, SharedVariable):
+            out[rv] = value
+        else:
+            data = np.asarray(value.data, dtype=value.dtype)
+            data = data.astype(np.int64) if data.dtype.kind in "iub" else data.astype(np.float64)
+            out[rv] = pytensor.shared(data, name=f"{rv.name}_observed", shape=data.shape)
+    return out
+
+
+@contextlib.contextmanager
+def observed_values(model, observed: dict):
+    """Within, the model's log density reads its observed values from ``observed`` (RV -> shared
+    variable): PyMC builds ``model.logp()`` from ``model.rvs_to_values``, restored on leaving."""
+    saved = {rv: model.rvs_to_values[rv] for rv in observed}
+    try:
+        for rv, shared in observed.items():
+            if shared.type.dtype != saved[rv].type.dtype:
+                import pytensor.tensor as pt
+
+                shared = pt.cast(shared, saved[rv].type.dtype)
+            model.rvs_to_values[rv] = shared
+        yield
+    finally:
+        model.rvs_to_values.update(saved)
+
+
+def pymc_generative(model, target, observed: dict, shared: list):
+    """The model's ``Generative`` form (``target_forms.Generative``), its observed values read from
+    ``observed`` (:func:`observed_inputs`): PyMC's forward sampler,
+    compiled once, draws the free variables and the observed ones; their values on the
+    unconstrained space are the simulation's parameters (each transform's ``forward``); the
+    observed variables' log density at the draws is the log-likelihood."""
+    from pymc.pytensorf import compile as pm_compile
+    from pymc.pytensorf import join_nonshared_inputs, reseed_rngs
+    from pymc.sampling.forward import compile_forward_sampling_function
+
+    from .target_forms import Generative
+
+    free = list(model.free_RVs)
+    transforms = {rv: model.rvs_to_transforms.get(rv) for rv in free}
+    transformed = {rv: t.forward(rv, *rv.owner.inputs) for rv, t in transforms.items() if t is not None}
+    observed_rvs = list(observed)
+    outputs = free + list(transformed.values()) + list(model.deterministics) + observed_rvs
+    sampler, _ = compile_forward_sampling_function(outputs, vars_in_trace=[], basic_rvs=model.basic_RVs,
+                                                   model=model, random_seed=0, allow_input_downcast=True,
+                                                   accept_inplace=True)
+    rngs = [v for v in sampler.maker.fgraph.inputs if "Generator" in str(v.type)]
+    slot = {rv: shared.index(v) for rv, v in observed.items()}  # where each observed array sits in data
+    n_free, n_trans, n_det = len(free), len(transformed), len(model.deterministics)
+
+    def simulate(rng):
+        reseed_rngs(rngs, int(rng.integers(2**31)))
+        values = sampler()
+        by_rv = dict(zip(free, values[:n_free]))
+        by_rv.update(zip(transformed, values[n_free:n_free + n_trans]))
+        theta = np.concatenate([np.ravel(by_rv[model.values_to_rvs[v]]) for v in model.value_vars]).astype(float)
+        data = list(target.data)
+        for rv, value in zip(observed_rvs, values[n_free + n_trans + n_det:]):
+            data[slot[rv]] = np.asarray(value, dtype=data[slot[rv]].dtype).reshape(data[slot[rv]].shape)
+        return theta, tuple(data)
+
+    point = model.initial_point()
+    with observed_values(model, observed):
+        loglik = model.logp(vars=observed_rvs)
+    [loglik_x], joined = join_nonshared_inputs(point, [loglik], model.value_vars)
+    with model:
+        fn = pm_compile([joined], loglik_x, mode="NUMBA", on_unused_input="ignore")
+    order = [shared.index(v) for v in _shared_inputs(fn)]
+    jitted = fn.vm.jit_fn
+
+    def log_likelihood(draws, data):
+        args = [data[k] for k in order]
+        x = np.ascontiguousarray(draws, dtype=float)
+        return np.array([float(np.asarray(jitted(row, *args)[0])) for row in x])
+
+    return Generative(simulate, log_likelihood, variables=target.constrain)

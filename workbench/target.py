@@ -26,7 +26,7 @@ from . import jit
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
 
 from .gradient_check import verify_gradient
-from .target_forms import Identified, Reparametrization
+from .target_forms import Generative, Identified, Reparametrization
 from .truth import Truth
 from .user_density import (
     _bounds_checked_call,
@@ -93,6 +93,9 @@ class Target:
     identified : Identified, optional
         The functions of theta the posterior identifies, where theta itself is not (a BNN's
         outputs, not its weights): scores and references' checks use them.
+    generative : Generative, optional
+        How the model generates its data (a prior draw, a data set from it, the
+        log-likelihood): what ``wb.calibrate`` needs.
     """
 
     name: str
@@ -112,6 +115,7 @@ class Target:
     build_info: dict = field(default_factory=dict, compare=False, repr=False)
     reparametrization: Reparametrization | None = field(default=None, compare=False, repr=False)
     identified: Identified | None = field(default=None, compare=False, repr=False)
+    generative: Generative | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -376,16 +380,19 @@ class Target:
         return target
 
     @classmethod
-    def from_pymc(cls, model, name: str | None = None, *, check_gradient: bool = True, description: str = "") -> "Target":
+    def from_pymc(cls, model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
+                  observed_as_data: bool = False) -> "Target":
         """A target from a PyMC model: its joint log density and gradient on PyTensor's
         unconstrained space, compiled by PyTensor's Numba backend (the optional extra,
         ``pip install "workbench[pymc]"``). ``target.constrain(draws)`` and
-        ``result.to_arviz(target)`` give the model's own variables. See
-        :func:`workbench.pymc_model.from_pymc`.
+        ``result.to_arviz(target)`` give the model's own variables. ``observed_as_data``: the
+        observed values are part of ``data`` and the target can simulate new ones
+        (``generative``, for ``wb.calibrate``). See :func:`workbench.pymc_model.from_pymc`.
         """
         from .pymc_model import from_pymc
 
-        return from_pymc(model, name, check_gradient=check_gradient, description=description, target_class=cls)
+        return from_pymc(model, name, check_gradient=check_gradient, description=description, target_class=cls,
+                         observed_as_data=observed_as_data)
 
     @classmethod
     def from_logp(

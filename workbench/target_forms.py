@@ -50,3 +50,23 @@ class Identified:
         x = np.asarray(draws, dtype=float)
         flat = x.reshape(-1, x.shape[-1])
         return np.asarray(self.fn(flat), dtype=float).reshape(*x.shape[:-1], len(self.names))
+
+
+@dataclass(frozen=True)
+class Generative:
+    """How the model behind a target generates its data: what simulation-based calibration
+    needs (``wb.calibrate``; Talts et al. 2018).
+
+    ``simulate(rng) -> (theta, data)``: parameters drawn from the prior, in the target's own
+    coordinates (d,), and a data set drawn from the model at them, as the target's ``data``
+    tuple (the same arrays in the same layout, the observed values replaced);
+    ``log_likelihood(draws (n, d), data) -> (n,)``: log p(data | theta) at each draw, the test
+    quantity that catches what parameter ranks miss (Modrák et al. 2023). ``variables``,
+    optional, maps (n, d) draws to the model's own variables on their constrained scale
+    (name -> (n, ...)), when they differ from the coordinates (a PyMC model's ``tau`` beside
+    ``tau_log__``).
+    """
+
+    simulate: Callable[[np.random.Generator], tuple]
+    log_likelihood: Callable[[np.ndarray, tuple], np.ndarray]
+    variables: Callable[[np.ndarray], dict] | None = None

@@ -13,7 +13,8 @@ import pytest
 import workbench as wb
 from tests import user_functions as uf
 from workbench import cli
-from workbench.comparison import recommendation, resolve
+from workbench.comparison import recommendation
+from workbench.targets.specs import resolve
 from workbench.errors import TargetError
 
 REPO = Path(__file__).resolve().parents[2]

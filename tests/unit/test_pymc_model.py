@@ -165,7 +165,7 @@ def test_bad_models_are_refused_clearly():
 def test_the_examples_pymc_file_is_the_numba_examples_model():
     from pathlib import Path
 
-    from workbench.comparison import load_source
+    from workbench.targets.specs import load_source
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     by_hand = load_source(f"{examples / 'user_target.py'}:logp_grad")
@@ -287,3 +287,34 @@ def test_a_fresh_pytensor_cache_compiles_models_whose_fused_sums_allocate(tmp_pa
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root,
                           timeout=600)
     assert proc.returncode == 0 and "compiled" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_observed_values_as_data_give_the_same_density_and_a_generative_form():
+    """With observed_as_data the observed values are inputs of the compiled density (a new data
+    set is a new data tuple, never a new compile), the density is the model's, PyMC's forward
+    sampler simulates (parameters on the unconstrained space), and the log-likelihood is the
+    data's part of the density."""
+    pm = pytest.importorskip("pymc")
+    from workbench.targets.specs import simulated_target
+
+    rng = np.random.default_rng(0)
+    x = np.linspace(-1, 1, 15)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        a = pm.Normal("a", 0.0, 1.0)
+        scale = pm.HalfNormal("scale", 1.0)
+        pm.Poisson("counts", pm.math.exp(a + scale * xd), observed=rng.poisson(2.0, 15))
+    plain = wb.Target.from_pymc(model)
+    t = wb.Target.from_pymc(model, observed_as_data=True)
+    point = t.initial_point + 0.2
+    assert t.logp(point) == pytest.approx(plain.logp(point), rel=1e-10)
+    assert len(t.data) == len(plain.data) + 1 and t.generative is not None
+    one, two = simulated_target(t, 0, 1), simulated_target(t, 0, 2)
+    assert one.kernel_logp_grad is two.kernel_logp_grad  # one compiled adapter for every simulation
+    theta = one.truth.extras["simulated"]
+    assert theta.shape == (2,) and np.isfinite(one.logp(theta))
+    ll = t.generative.log_likelihood
+    change = one.logp(theta) - two.logp(theta)
+    assert change == pytest.approx(float(ll(theta[None], one.data)[0] - ll(theta[None], two.data)[0]), rel=1e-9)
+    variables = t.generative.variables(theta[None])
+    assert variables["scale"][0] == pytest.approx(np.exp(theta[1]))

@@ -6,7 +6,8 @@
   (``wb.reference``).
 - Study metrics, found by name (``registry.py`` lists them): ``marginal_accuracy``, ``marginal_transfer``
   (``marginals.py``), ``chain_scaling`` (``mcmc.py``), ``vi_quality``, ``vi_ablation``,
-  ``posterior_sd_ratios`` (``vi.py``), ``theorem1_quantities`` (``predictive.py``).
+  ``posterior_sd_ratios`` (``vi.py``), ``theorem1_quantities`` (``predictive.py``),
+  ``calibration_ranks`` (``calibration.py``: the rank of a simulated truth among a fit's draws).
 - Building blocks: ``distances.py`` (Wasserstein, sliced Wasserstein, total variation),
   ``mcmc.py`` (ESS and R-hat from ArviZ, Kish's ESS of weights).
 """

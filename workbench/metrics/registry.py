@@ -17,6 +17,7 @@ import importlib
 from typing import Callable
 
 from .b2 import b2_crossing
+from .calibration import calibration_ranks
 from .marginals import marginal_accuracy, marginal_transfer
 from .mcmc import chain_scaling
 from .predictive import theorem1_quantities
@@ -24,6 +25,7 @@ from .vi import posterior_sd_ratios, vi_ablation, vi_quality
 
 STUDY_METRICS: dict[str, Callable] = {
     "b2_crossing": b2_crossing,
+    "calibration_ranks": calibration_ranks,
     "marginal_accuracy": marginal_accuracy,
     "marginal_transfer": marginal_transfer,
     "chain_scaling": chain_scaling,

@@ -33,8 +33,8 @@ from .recipe import (
 )
 from .record import CROSS_CHECK_MCSE, Reference
 from .shipped import shipped_reference
+from ..cache import data_digest
 from .store import (
-    data_digest,
     default_cache_dir,
     load_reference,
     reference_key,

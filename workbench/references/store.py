@@ -3,13 +3,12 @@ and the library's code (a reference computed by other code is built again)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
-from ..cache import CellCache, code_version, spec_hash
+from ..cache import CellCache, code_version, data_digest, spec_hash
 from ..target import Target
 from .recipe import DEFAULT_REFERENCE, REFERENCE_RUNS
 from .record import Reference
@@ -17,16 +16,6 @@ from .record import Reference
 # user-built targets are identified by their data too (a built-in target's spec already is)
 _USER_FACTORIES = ("from_numba", "from_logp", "from_pymc", "custom")
 SUMMARY_KEYS = ("mean", "sd", "mcse_mean", "mcse_sd")
-
-
-def data_digest(target: Target) -> str:
-    """A hash of the target's data arrays: a user's target is identified by its data too."""
-    h = hashlib.sha256()
-    for a in target.data:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
 
 
 def reference_key(target_spec: dict, method: dict, seed: int = 0, data: str | None = None,

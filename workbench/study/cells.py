@@ -42,7 +42,9 @@ class Cell:
     overhead ratio wall / (gradient evaluations x that time). ``keep`` coordinates of the
     draws are kept for the figures. ``extra`` names a study metric (``wb.metrics.available()``,
     e.g. "marginal_accuracy"): a function of (result, target, reference) returning more
-    columns; the name is checked here, when the cell is defined.
+    columns; the name is checked here, when the cell is defined. ``score=False`` leaves out
+    ``evaluate`` (a calibration's cells rank a simulated truth instead: the ``extra`` is the
+    score), keeping the cost columns and the run's health.
     """
 
     target: dict
@@ -53,6 +55,7 @@ class Cell:
     timing: bool = False
     keep: int = 2
     extra: str = ""
+    score: bool = True
 
     def __post_init__(self):
         if self.extra:
@@ -68,6 +71,7 @@ class Cell:
             "keep": self.keep,
             "extra": self.extra,
             "version": version,
+            **({} if self.score else {"score": False}),
         }
 
 
@@ -111,7 +115,12 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
         result = method.run(target, seed=cell.seed, grad_budget=cell.grad_budget)
         if result.interrupted:  # Ctrl-C: a partial run is not the cell's answer, and must not be cached
             raise KeyboardInterrupt
-        row = metrics.evaluate(result, target, reference=reference, seed=cell.seed)
+        if cell.score:
+            row = metrics.evaluate(result, target, reference=reference, seed=cell.seed)
+        else:
+            row = {"n_draws": int(result.draws.shape[0] * result.draws.shape[1]),
+                   **{k: getattr(result.cost, k) for k in ("grad_evals", "logp_evals", "wall_seconds",
+                                                           "compile_seconds")}}
         if cell.timing:
             from ..mcmc.timing import seconds_per_gradient
 

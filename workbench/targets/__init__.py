@@ -27,11 +27,12 @@ _CATALOGUE = {
 }
 
 
-def posterior(name: str, backend: str = "numba"):
-    """A bundled standard posterior (``wb.posteriors.available()``), ``backend`` "numba" or "pymc"."""
+def posterior(name: str, backend: str = "numba", observed_as_data: bool = False):
+    """A bundled standard posterior (``wb.posteriors.available()``), ``backend`` "numba" or "pymc"
+    (``observed_as_data``: the PyMC form with its observed values as data, for ``wb.calibrate``)."""
     from .posteriors import load
 
-    return load(name, backend)
+    return load(name, backend, observed_as_data)
 
 
 # the constructors a target spec's "factory" may name (``targets/specs.py``), one per catalogue entry

@@ -22,7 +22,7 @@ from ..errors import TargetError
 from ..numerics import LOG_2PI
 from ..approximations import Gaussian
 from ..target import Target
-from ..target_forms import Identified
+from ..target_forms import Generative, Identified
 
 
 @jit
@@ -199,6 +199,23 @@ def identified_outputs(X, sizes, held_out=None) -> Identified:
                       "units or flipping their signs leaves the likelihood unchanged)")
 
 
+def bnn_generative(data: tuple, prior_sd: float) -> Generative:
+    """theta ~ N(0, prior_sd^2 I), y_i ~ N(f(x_i; theta), sigma_i^2) on the target's own inputs."""
+    X, _, inv_sigma, row_const, sizes, params = data
+
+    def simulate(rng):
+        theta = prior_sd * rng.standard_normal(n_parameters(sizes))
+        y = bnn_predict(theta, X, sizes) + rng.standard_normal(X.shape[0]) / inv_sigma
+        return theta, (X, y, inv_sigma, row_const, sizes, params)
+
+    def log_likelihood(draws, data_):
+        X_, y, inv_s, const, sizes_, _ = data_
+        f = bnn_predict_draws(np.ascontiguousarray(draws, dtype=float), X_, sizes_)
+        return np.sum(const - 0.5 * ((y - f) * inv_s) ** 2, axis=1)
+
+    return Generative(simulate, log_likelihood)
+
+
 def n_parameters(sizes) -> int:
     """Number of weights and biases of an MLP with these layer sizes (input first)."""
     return int(sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:])))
@@ -275,12 +292,14 @@ def bnn(
     sizes = np.array([X.shape[1], *widths, 1], dtype=np.int64)
     dim = n_parameters(sizes)
     init = np.random.default_rng(seed).normal(0.0, 0.1, dim)
+    data = bnn_data(X, y, sigma, sizes, prior_sd)
     return Target(
         name="bnn",
         dim=dim,
         logp_grad=bnn_logp_grad,
         logp_grad_batch=bnn_logp_grad_batch,
-        data=bnn_data(X, y, sigma, sizes, prior_sd),
+        data=data,
+        generative=bnn_generative(data, prior_sd),
         n_data=X.shape[0],
         param_names=_param_names(sizes),
         truth=None,

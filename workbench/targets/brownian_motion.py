@@ -27,6 +27,7 @@ import numpy as np
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target, Truth
+from ..target_forms import Generative
 from .kalman import backward_sample, random_walk_filter, rts_smoother, smoothed_covariance
 
 STEPS = 30
@@ -226,6 +227,24 @@ def exact_truth(seed: int = 0) -> Truth:
                                    f"{GRID_POINTS} x {GRID_POINTS} points"})
 
 
+def generative(steps: np.ndarray) -> Generative:
+    """s_i, s_o ~ LogNormal(0, 2), the walk, and y_t ~ N(x_t, s_o^2) at the observed steps."""
+
+    def simulate(rng):
+        u = PRIOR_SD * rng.standard_normal(2)
+        x = np.cumsum(math.exp(u[0]) * rng.standard_normal(STEPS))
+        return np.concatenate([u, x]), (x[steps] + math.exp(u[1]) * rng.standard_normal(steps.size), steps)
+
+    def log_likelihood(draws, data):
+        y, steps_ = data
+        z = np.asarray(draws, dtype=float)
+        u_o = z[:, 1:2]
+        r = y[None, :] - z[:, 2 + steps_]
+        return np.sum(-0.5 * r * r * np.exp(-2.0 * u_o) - u_o - 0.5 * LOG_2PI, axis=1)
+
+    return Generative(simulate, log_likelihood)
+
+
 def brownian_motion(seed: int = 0) -> Target:
     y, steps = data(seed)
     return Target(
@@ -236,6 +255,7 @@ def brownian_motion(seed: int = 0) -> Target:
         param_names=("sigma_innov_log__", "sigma_obs_log__", *(f"x[{t}]" for t in range(STEPS))),
         initial_point=np.zeros(STEPS + 2),
         truth=exact_truth(seed),
+        generative=generative(steps),
         spec={"factory": "posterior", "name": "brownian_motion", "backend": "numba"},
         description="Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (d = 32); exact truth "
                     "(Kalman filter and smoother, quadrature over the two scales)",

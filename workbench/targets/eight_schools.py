@@ -22,7 +22,7 @@ from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
-from ..target_forms import Reparametrization
+from ..target_forms import Generative, Reparametrization
 
 Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -84,6 +84,27 @@ def noncentered_to_centered(draws: np.ndarray) -> np.ndarray:
     return np.concatenate([x[..., :2], x[..., :1] + np.exp(x[..., 1:2]) * x[..., 2:]], axis=-1)
 
 
+def generative(centered: bool) -> Generative:
+    """mu ~ N(0, 5^2), tau ~ HalfCauchy(5), eta ~ N(0, 1), theta = mu + tau eta, y ~ N(theta, sigma),
+    the schools' own standard errors sigma."""
+
+    def simulate(rng):
+        mu = MU_SD * rng.standard_normal()
+        tau = abs(TAU_SCALE * rng.standard_cauchy())
+        eta = rng.standard_normal(Y.size)
+        effects = mu + tau * eta
+        theta = np.concatenate([[mu, math.log(tau)], effects if centered else eta])
+        return theta, (effects + SIGMA * rng.standard_normal(Y.size), SIGMA.copy())
+
+    def log_likelihood(draws, data):
+        y, sigma = data
+        x = np.asarray(draws, dtype=float)
+        effects = x[:, 2:] if centered else noncentered_to_centered(x)[:, 2:]
+        return np.sum(-0.5 * ((y - effects) / sigma) ** 2 - np.log(sigma) - 0.5 * LOG_2PI, axis=1)
+
+    return Generative(simulate, log_likelihood)
+
+
 def eight_schools(centered: bool = False) -> Target:
     """The eight schools posterior, non-centred (default) or centred; d = 10, no closed-form truth.
     The centred form's reference comes from the non-centred one, mapped
@@ -102,5 +123,6 @@ def eight_schools(centered: bool = False) -> Target:
         spec={"factory": "eight_schools", "centered": bool(centered)},
         reparametrization=Reparametrization("non-centred: theta_j = mu + tau eta_j", eight_schools,
                                             noncentered_to_centered) if centered else None,
+        generative=generative(bool(centered)),
         description=f"eight schools, {form} (hierarchical; mu, log tau and 8 school effects); no closed-form truth",
     )

@@ -30,6 +30,7 @@ import numpy as np
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
+from ..target_forms import Generative
 
 SV_STEPS = 100
 SV_TRUE = {"mu": -1.0, "phi": 0.9, "sigma": 0.5}
@@ -219,6 +220,48 @@ def lgcp_logp_grad(theta, grad_out, data):
 # ----------------------------------------------------------------------------- targets
 
 
+def sv_generative(n: int) -> Generative:
+    """mu ~ N(0, 2^2), phi ~ Uniform(-1, 1), sigma ~ HalfNormal(1), h a stationary AR(1),
+    y_t ~ N(0, exp(mu + h_t))."""
+
+    def simulate(rng):
+        mu, phi, sigma = 2.0 * rng.standard_normal(), rng.uniform(-1.0, 1.0), abs(rng.standard_normal())
+        h = np.empty(n)
+        h[0] = sigma / math.sqrt(1.0 - phi * phi) * rng.standard_normal()
+        for t in range(1, n):
+            h[t] = phi * h[t - 1] + sigma * rng.standard_normal()
+        theta = np.concatenate([[mu, math.log((1.0 + phi) / (1.0 - phi)), math.log(sigma)], h])
+        return theta, (np.exp(0.5 * (mu + h)) * rng.standard_normal(n),)
+
+    def log_likelihood(draws, data):
+        (y,) = data
+        x = np.asarray(draws, dtype=float)
+        a = x[:, :1] + x[:, 3:]
+        return np.sum(-0.5 * y * y * np.exp(-a) - 0.5 * a - 0.5 * LOG_2PI, axis=1)
+
+    return Generative(simulate, log_likelihood)
+
+
+def lgcp_generative(x: np.ndarray, prior: np.ndarray) -> Generative:
+    """ls ~ Gamma(2, rate 4), amp ~ HalfNormal(1), f ~ MvNormal(m, K(ls, amp)), y_i ~ Poisson(exp f_i)."""
+    m, alpha, beta = prior
+    distance = np.abs(x[:, None] - x[None, :])
+
+    def simulate(rng):
+        ls, amp = rng.gamma(alpha, 1.0 / beta), abs(rng.standard_normal())
+        cov = amp * amp * np.exp(-distance / ls) + LGCP_JITTER * np.eye(x.size)
+        f = m + np.linalg.cholesky(cov) @ rng.standard_normal(x.size)
+        counts = rng.poisson(np.exp(np.minimum(f, 30.0))).astype(float)
+        return np.concatenate([[math.log(ls), math.log(amp)], f]), (x, counts, prior)
+
+    def log_likelihood(draws, data):
+        _, counts, _ = data
+        f = np.asarray(draws, dtype=float)[:, 2:]
+        return np.sum(counts * f - np.exp(f), axis=1) - np.sum([math.lgamma(c + 1.0) for c in counts])
+
+    return Generative(simulate, log_likelihood)
+
+
 def stochastic_volatility(n: int = SV_STEPS, seed: int = 0) -> Target:
     y = sv_data(n, seed)
     return Target(
@@ -229,6 +272,7 @@ def stochastic_volatility(n: int = SV_STEPS, seed: int = 0) -> Target:
         param_names=("mu", "phi_interval__", "sigma_log__", *(f"h[{t}]" for t in range(n))),
         initial_point=np.zeros(n + 3),
         spec={"factory": "posterior", "name": "stochastic_volatility", "backend": "numba"},
+        generative=sv_generative(n),
         description=f"stochastic volatility, AR(1) log-volatilities, {n} simulated returns (d = {n + 3}); no closed-form truth",
     )
 
@@ -244,5 +288,6 @@ def lgcp(n: int = LGCP_POINTS, seed: int = 0) -> Target:
         param_names=("ls_log__", "amp_log__", *(f"f[{i}]" for i in range(n))),
         initial_point=init,
         spec={"factory": "posterior", "name": "lgcp", "backend": "numba"},
+        generative=lgcp_generative(x, np.array([m, *LGCP_LS_PRIOR])),
         description=f"log-Gaussian Cox process on a 1-d grid of {n} points, centred MvNormal field (d = {n + 2}); no closed-form truth",
     )

@@ -29,6 +29,7 @@ from ..errors import TargetError
 from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
+from ..target_forms import Generative
 from . import brownian_motion, datasets, latent, noncentered
 from .eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
 from .regression import linear_regression, logistic_regression
@@ -72,6 +73,25 @@ def linear_sigma_logp_grad(theta, grad_out, data):
     return lp
 
 
+def _linear_sigma_generative(X: np.ndarray) -> Generative:
+    """beta ~ N(0, I), sigma ~ HalfNormal(1), y ~ N(X beta, sigma^2) on the diabetes features."""
+
+    def simulate(rng):
+        beta = rng.standard_normal(X.shape[1])
+        sigma = abs(rng.standard_normal())
+        return np.append(beta, math.log(sigma)), (X, X @ beta + sigma * rng.standard_normal(X.shape[0]))
+
+    def log_likelihood(draws, data):
+        X_, y = data
+        x = np.asarray(draws, dtype=float)
+        log_sigma = x[:, -1]
+        r = y[None, :] - x[:, :-1] @ X_.T
+        return (-0.5 * np.sum(r * r, axis=1) * np.exp(-2.0 * log_sigma)
+                - X_.shape[0] * (0.5 * LOG_2PI + log_sigma))
+
+    return Generative(simulate, log_likelihood)
+
+
 def diabetes_linear_sigma() -> Target:
     X, y, names = datasets.diabetes()
     p = X.shape[1]
@@ -81,6 +101,7 @@ def diabetes_linear_sigma() -> Target:
         logp_grad=linear_sigma_logp_grad,
         data=(X, y),
         param_names=(*(f"beta[{n}]" for n in names), "log_sigma"),
+        generative=_linear_sigma_generative(X),
         spec={"factory": "posterior", "name": "diabetes_linear_sigma", "backend": "numba"},
         description="linear regression on the diabetes data with unknown noise sd (d = 12); no closed-form truth",
     )
@@ -239,19 +260,20 @@ def pymc_model(name: str):
     return _get(name).pymc()
 
 
-def load(name: str, backend: str = "numba") -> Target:
+def load(name: str, backend: str = "numba", observed_as_data: bool = False) -> Target:
     """A bundled posterior as a target: ``backend="numba"`` (hand-written density and gradient)
     or ``"pymc"`` (its PyMC model through ``Target.from_pymc``; same coordinates and density,
     and the Numba form's exact truth where there is one)."""
     if backend not in BACKENDS:
         raise TargetError(f"backend must be one of {BACKENDS}, got {backend!r}")
     posterior = _get(name)
-    spec = {"factory": "posterior", "name": name, "backend": backend}
+    spec = {"factory": "posterior", "name": name, "backend": backend,
+            **({"observed_as_data": True} if observed_as_data and backend == "pymc" else {})}
     numba_target = posterior.numba()
     if backend == "numba":
         return numba_target.replace(spec=spec, name=name)
     pymc_target = Target.from_pymc(posterior.pymc(), name=f"{name}_pymc",
-                                   description=f"{posterior.description} (PyMC)")
+                                   description=f"{posterior.description} (PyMC)", observed_as_data=observed_as_data)
     if pymc_target.dim != numba_target.dim:  # pragma: no cover - a bundling mistake
         raise TargetError(f"posterior {name!r}: PyMC form has d = {pymc_target.dim}, Numba form {numba_target.dim}")
     return pymc_target.replace(spec=spec, truth=numba_target.truth, prior=numba_target.prior,

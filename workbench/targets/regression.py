@@ -26,6 +26,7 @@ from ..errors import TargetError
 from ..numerics import log1pexp, LOG_2PI, norm, sigmoid
 from ..approximations import Gaussian
 from ..target import Target, Truth
+from ..target_forms import Generative
 from . import datasets
 
 # --------------------------------------------------------------------------------------
@@ -148,6 +149,46 @@ def _check_common(prior_sd, n_data, dim):
         raise TargetError(f"dim must be an integer >= 1, got {dim!r}")
 
 
+def _paired_features(rng, n: int, p: int, correlation: float) -> np.ndarray:
+    """N(0, 1) features whose columns 2k and 2k + 1 have correlation ``correlation``: their
+    coefficients' posterior correlation is then about -``correlation``."""
+    z = rng.standard_normal((n, p))
+    c = math.sqrt(max(0.0, 1.0 - correlation**2))
+    for k in range(0, p - 1, 2):
+        z[:, k + 1] = correlation * z[:, k] + c * z[:, k + 1]
+    return z
+
+
+def linear_generative(X: np.ndarray, params: np.ndarray, prior_sd: float, noise_sd: float) -> Generative:
+    """The model on its own X: beta ~ N(0, prior_sd^2 I), y ~ N(X beta, noise_sd^2)."""
+
+    def simulate(rng):
+        beta = prior_sd * rng.standard_normal(X.shape[1])
+        return beta, (X, X @ beta + noise_sd * rng.standard_normal(X.shape[0]), params)
+
+    def log_likelihood(draws, data):
+        X_, y, _ = data
+        r = y[None, :] - np.asarray(draws) @ X_.T
+        return -0.5 * np.sum(r * r, axis=1) / noise_sd**2 - X_.shape[0] * (0.5 * LOG_2PI + math.log(noise_sd))
+
+    return Generative(simulate, log_likelihood)
+
+
+def logistic_generative(X: np.ndarray, params: np.ndarray, prior_sd: float) -> Generative:
+    """The model on its own X: beta ~ N(0, prior_sd^2 I), y ~ Bernoulli(sigmoid(X beta))."""
+
+    def simulate(rng):
+        beta = prior_sd * rng.standard_normal(X.shape[1])
+        return beta, (X, (rng.random(X.shape[0]) < 1.0 / (1.0 + np.exp(-(X @ beta)))).astype(float), params)
+
+    def log_likelihood(draws, data):
+        X_, y, _ = data
+        eta = np.asarray(draws) @ X_.T
+        return np.sum(y * eta - np.logaddexp(0.0, eta), axis=1)
+
+    return Generative(simulate, log_likelihood)
+
+
 def linear_regression(
     dataset: str = "synthetic",
     *,
@@ -156,6 +197,7 @@ def linear_regression(
     noise_sd: float | None = None,
     prior_sd: float = 1.0,
     seed: int = 0,
+    correlation: float = 0.0,
     X=None,
     y=None,
 ) -> Target:
@@ -168,7 +210,9 @@ def linear_regression(
         features and response standardised, plus an intercept column (d = 11); its noise
         sd defaults to the least-squares residual sd (a plug-in, then treated as known).
         ``"synthetic"``: ``n_data`` rows, X ~ N(0, 1), beta ~ N(0, 1), noise ``noise_sd``
-        (default 1). ``"custom"``: give ``X`` and ``y`` (and ``noise_sd``).
+        (default 1); with ``correlation``, the features come in pairs with that correlation
+        (their coefficients' posterior correlation is about its negative). ``"custom"``: give
+        ``X`` and ``y`` (and ``noise_sd``).
 
     Truth (exact): the conjugate posterior mean, covariance, normal marginals, exact
     sampler, and log Z = log evidence.
@@ -178,8 +222,10 @@ def linear_regression(
     if dataset == "diabetes":
         X, y, names = datasets.diabetes()
     elif dataset == "synthetic":
+        if isinstance(correlation, bool) or not isinstance(correlation, (int, float)) or not -1 < correlation < 1:
+            raise TargetError(f"correlation must be a number in (-1, 1), got {correlation!r}")
         rng = np.random.default_rng(seed)
-        X = rng.standard_normal((int(n_data), int(dim)))
+        X = _paired_features(rng, int(n_data), int(dim), float(correlation))
         beta = rng.standard_normal(int(dim))
         y = X @ beta + (1.0 if noise_sd is None else noise_sd) * rng.standard_normal(int(n_data))
         noise_sd = 1.0 if noise_sd is None else noise_sd
@@ -225,6 +271,7 @@ def linear_regression(
         truth=truth,
         hessian=lambda theta: neg_precision.copy(),
         prior=Gaussian(np.zeros(p), prior_sd**2 * np.eye(p)),
+        generative=linear_generative(X, params, prior_sd, noise_sd),
         spec={
             "factory": "linear_regression",
             "dataset": dataset,
@@ -233,6 +280,7 @@ def linear_regression(
             "noise_sd": noise_sd,
             "prior_sd": prior_sd,
             "seed": seed,
+            **({"correlation": correlation} if correlation else {}),
             # custom data is identified by its content in study caches
             "data_digest": datasets.digest(X, y) if dataset == "custom" else None,
         },
@@ -293,12 +341,14 @@ def logistic_regression(
         s_ = 1.0 / (1.0 + np.exp(-(X @ np.asarray(theta, dtype=float))))
         return -((X * (s_ * (1.0 - s_))[:, None]).T @ X + np.eye(p) / prior_sd**2)
 
+    params = np.array([1.0 / prior_sd**2])
     return Target(
         name=f"logistic_regression_{dataset}",
         dim=p,
         logp_grad=logistic_regression_logp_grad,
         logp_grad_batch=logistic_regression_logp_grad_batch,
-        data=(X, y, np.array([1.0 / prior_sd**2])),
+        data=(X, y, params),
+        generative=logistic_generative(X, params, prior_sd),
         n_data=X.shape[0],
         param_names=names,
         truth=None,

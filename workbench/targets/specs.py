@@ -5,6 +5,7 @@ cell names, and a cache key can say which target it was:
     {"factory": "posterior", "name": "lgcp", "backend": "numba"}  -> a bundled posterior
     {"factory": "source", "source": "path/to/file.py:NAME"}      -> NAME from a user's file
     {"factory": "registered", ...}                               -> a Target object handed over in this process
+    {"factory": "simulated", "of": SPEC, "seed": S, "index": I}  -> data set I simulated from SPEC's model
 
 ``load_source`` reads ``path/to/file.py:NAME`` (``workbench compare`` and the study workers).
 """
@@ -18,8 +19,10 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import TargetError
-from ..target import Target
+from ..target import Target, Truth
 from . import FACTORIES
 
 
@@ -43,7 +46,7 @@ def _module_from_file(path: Path):
     return module
 
 
-def load_source(source: str, backend: str = "numba") -> Target:
+def load_source(source: str, backend: str = "numba", observed_as_data: bool = False) -> Target:
     """The target ``path/to/file.py:NAME`` describes (see the module docstring)."""
     from numba.core.registry import CPUDispatcher
 
@@ -71,7 +74,8 @@ def load_source(source: str, backend: str = "numba") -> Target:
     if isinstance(obj, Target):
         return obj
     if _is_pymc_model(obj):
-        return Target.from_pymc(obj, name=label, description=f"PyMC model {name} from {path.name}")
+        return Target.from_pymc(obj, name=label, description=f"PyMC model {name} from {path.name}",
+                                observed_as_data=observed_as_data)
     if isinstance(obj, CPUDispatcher):
         dim = getattr(module, "dim", None)
         if dim is None:
@@ -111,14 +115,100 @@ def _target_from_json(text: str):
     spec = json.loads(text)
     factory = spec.pop("factory")
     if factory == "source":  # a user's file: path/to/file.py:name (workbench compare)
-        return load_source(spec["source"], backend=spec.get("backend", "numba"))
+        return load_source(spec["source"], backend=spec.get("backend", "numba"),
+                           observed_as_data=spec.get("observed_as_data", False))
+    if factory == "simulated":  # a data set simulated from a model (wb.calibrate)
+        return simulated_target(build_target(spec["of"]), spec["seed"], spec["index"], {"factory": factory, **spec})
     if factory == "registered":
         raise ValueError("this target was built from a Python object in another process; run it with the serial executor")
     if factory not in FACTORIES:
         raise ValueError(f"unknown target {factory!r}; built-in targets: {sorted(FACTORIES)}")
+    spec.pop("data_digest", None)  # recorded in a spec to tell custom data apart in caches, not an argument
     return FACTORIES[factory](**spec)
+
+
+def simulated_target(base: Target, seed: int, index: int, spec: dict | None = None) -> Target:
+    """Data set ``index`` simulated from ``base``'s model (its ``generative`` form) with the
+    stream ``SeedSequence([seed, index])``: the target of the same model on the simulated data,
+    whose ``truth`` holds the parameters it was simulated at (``extras["simulated"]``), in the
+    target's coordinates, and nothing else (its posterior has no closed form here)."""
+    if base.generative is None:
+        raise TargetError(f"target {base.name!r} has no generative form: it cannot simulate data sets "
+                          "(a PyMC model, or a built-in model with one: workbench calibrate lists them)")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(index)]))
+    theta, data = base.generative.simulate(rng)
+    return base.replace(
+        name=f"{base.name}_sim{index}", data=data,
+        truth=Truth(source="simulation", extras={"simulated": np.asarray(theta, dtype=float), "index": int(index)}),
+        reparametrization=None,
+        spec=spec or {"factory": "simulated", "of": dict(base.spec), "seed": int(seed), "index": int(index)},
+        initial_point=base.initial_point,
+    )
 
 
 def build_target(spec: dict):
     """The target a spec describes (cached per process: building a BNN target loads data)."""
     return _target_from_json(json.dumps(spec, sort_keys=True))
+
+
+
+
+def resolve(target, backend: str = "numba", observed_as_data: bool = False) -> tuple[Target, dict, bool]:
+    """(target, the cells' target spec, whether worker processes can rebuild it) for what
+    ``workbench compare`` and ``workbench calibrate`` take: a Target, a built-in target's name or
+    call (``gaussian(dim=10)``), a bundled posterior's name, or ``path/to/file.py:NAME``.
+    ``observed_as_data``: a PyMC model's observed values are data (``wb.calibrate``)."""
+    from .. import targets
+    from ..cache import data_digest
+    from . import posteriors
+
+    if isinstance(target, Target):
+        if target.spec.get("factory") in targets.available():
+            return target, dict(target.spec), True
+        spec = {"factory": "registered", "name": target.name, "spec": dict(target.spec),
+                "data_digest": data_digest(target)}
+        return target, register_target(target, spec), False
+    if not isinstance(target, str):
+        raise TargetError(f"compare needs a Target or a name (str), got {type(target).__name__}")
+    if backend not in posteriors.BACKENDS:
+        raise TargetError(f"backend must be one of {posteriors.BACKENDS}, got {backend!r}")
+    if ":" in target and target.rpartition(":")[0].endswith(".py"):
+        built = load_source(target, backend, observed_as_data=observed_as_data)
+        path = str(Path(target.rpartition(":")[0]).expanduser().resolve())
+        spec = {"factory": "source", "source": f"{path}:{target.rpartition(':')[2]}",
+                "file_digest": file_digest(path), **({"observed_as_data": True} if observed_as_data else {})}
+        return built, spec, True
+    if target in posteriors.available():
+        built = posteriors.load(target, backend, observed_as_data)
+        return built, dict(built.spec), True
+    name, kwargs = _call_syntax(target)
+    if name in targets.available() and name != "posterior":
+        try:
+            built = getattr(targets, name)(**kwargs)
+        except TypeError as exc:
+            raise TargetError(f"{target!r}: {exc}; give its arguments as in Python, e.g. "
+                              f"'gaussian(dim=10, scales=\"logspace\")'") from exc
+        return built, {"factory": name, **kwargs}, True
+    raise TargetError(
+        f"unknown target {target!r}: give a built-in target ({', '.join(k for k in targets.available() if k != 'posterior')}), "
+        f"a bundled posterior ({', '.join(posteriors.available())}) or path/to/file.py:NAME"
+    )
+
+
+def _call_syntax(text: str) -> tuple[str, dict]:
+    """``"gaussian(dim=10, scales='logspace')"`` -> ("gaussian", {...}); a bare name -> (name, {}).
+    Keyword arguments with literal values only (parsed, never evaluated)."""
+    import ast
+
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return text, {}
+    if isinstance(node, ast.Name):
+        return node.id, {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        try:
+            return node.func.id, {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        except ValueError as exc:
+            raise TargetError(f"{text!r}: arguments must be literals (numbers, strings, lists)") from exc
+    return text, {}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.comparison import resolve
+from workbench.targets.specs import resolve
 from workbench.errors import TargetError
 from workbench.targets.specs import build_target, load_source, register_target
 
