@@ -74,16 +74,17 @@ def finding(table: pd.DataFrame) -> str:
     s = summary(table).set_index(["target", "method"])
     parts = []
     for label, _ in TARGETS:
-        if (label, "NN4Post") not in s.index:
+        if (label, "NN4Post") not in s.index or label == "BNN":
             continue
         n = s.loc[(label, "NN4Post")]
         others = ", ".join(f"{m} KDE {s.loc[(label, m), 'tv_kde']:.3f}" for m in ("NUTS", "IS") if (label, m) in s.index)
         parts.append(f"{label}: nn4post analytic {n['tv_analytic']:.3f} (KDE of its draws {n['tv_kde']:.3f}), {others}")
     text = "Median total-variation distance of the one-coordinate marginals to the truth: " + "; ".join(parts)
-    if ("BNN", "NN4Post") in s.index and s.loc[("BNN", "NN4Post"), "tv_analytic"] > 0.5:
-        text += (" (the BNN's marginals have several modes, from the network's sign symmetries, and q's "
-                 "components sit in one of them; its reference is a long NUTS run, so NUTS's small distance "
-                 "there is not an independent check)")
+    if ("BNN", "NN4Post") in s.index:
+        text += (". The BNN's rows are shown for the record and are not meaningful: its weights are not identified "
+                 "(permuting hidden units or flipping a unit's signs leaves the likelihood unchanged), so a weight's "
+                 "marginal has several equivalent modes and a distance to one run's marginal measures the labelling; "
+                 "the accuracy study scores the BNN on what it identifies, its outputs and held-out log density")
     tr = transfer(table)
     if len(tr):
         m = tr[TRANSFER_COLS].median()

@@ -46,7 +46,7 @@ def _pit_tree(result, method: str, names: list[str]):
                         coords={"quantity": names})
 
 
-def pit_figure(result, method: str, folder, coverage: bool = False) -> str | None:
+def pit_figure(result, method: str, folder, coverage: bool = False, prefix: str = "") -> str | None:
     """ArviZ's PIT-ECDF (``arviz_plots.plot_ecdf_pit``) of a method's shown quantities, or its
     coverage form; the file name, or None when the method has too few fits."""
     import arviz_plots as azp
@@ -57,7 +57,7 @@ def pit_figure(result, method: str, folder, coverage: bool = False) -> str | Non
     tree = _pit_tree(result, method, names)
     pc = azp.plot_ecdf_pit(tree, coverage=coverage, col_wrap=3,
                            figure_kwargs={"figsize": (10.0, 3.2 * math.ceil(len(names) / 3))})
-    file = f"{'coverage' if coverage else 'pit'}_{_slug(method)}.png"
+    file = f"{prefix}{'coverage' if coverage else 'pit'}_{_slug(method)}.png"
     fig = pc.viz["figure"].item()
     flagged = result.flagged.get(method)
     fig.suptitle(f"{method}: {'coverage of central intervals' if coverage else 'PIT ECDF'} "
@@ -115,22 +115,34 @@ def power_note(power: dict) -> str:
     return head + f" Power by shortfall: {table}."
 
 
-def page(result, folder, budget: int, seed: int) -> Page:
+def figures_of(result, folder, prefix: str = "", coverage_too: bool = True) -> list[Figure]:
+    """Each method's PIT-ECDF figure (and its coverage form), with captions."""
     figures = []
     for method in result.methods:
-        for coverage in (False, True):
-            file = pit_figure(result, method, folder, coverage)
+        for coverage in (False, True) if coverage_too else (False,):
+            file = pit_figure(result, method, folder, coverage, prefix)
             if file is not None:
                 what = ("coverage of the central credible intervals (ArviZ's plot_ecdf_pit, coverage=True): below the "
                         "band, intervals that miss the truth too often (too narrow)" if coverage else
                         "PIT ECDF minus the uniform CDF, ArviZ's simultaneous band (plot_ecdf_pit, pot_c): a curve "
                         "outside it is not uniform; an S below-then-above is a fit too narrow (U-shaped ranks)")
-                figures.append(Figure(file, f"{method}: {what}; panels: {', '.join(shown_quantities(result, method))}."))
-    result.p_values.to_csv(os.path.join(folder, "p_values.csv"))
+                figures.append(Figure(file, f"{prefix.replace('_', ' ').strip() + ': ' if prefix else ''}{method}: "
+                                            f"{what}; panels: {', '.join(shown_quantities(result, method))}."))
+    return figures
+
+
+def save_tables(result, folder, prefix: str = "") -> None:
+    """p_values.csv, vsbc.csv and pit.npz (every PIT value) beside the page."""
+    result.p_values.to_csv(os.path.join(folder, f"{prefix}p_values.csv"))
     if not result.vsbc.empty:
-        result.vsbc.to_csv(os.path.join(folder, "vsbc.csv"))
-    np.savez_compressed(os.path.join(folder, "pit.npz"), **{_slug(m): v for m, v in result.pit.items()},
+        result.vsbc.to_csv(os.path.join(folder, f"{prefix}vsbc.csv"))
+    np.savez_compressed(os.path.join(folder, f"{prefix}pit.npz"), **{_slug(m): v for m, v in result.pit.items()},
                         quantities=np.array(result.quantities))
+
+
+def page(result, folder, budget: int, seed: int) -> Page:
+    figures = figures_of(result, folder)
+    save_tables(result, folder)
     tables = [("Per method: calibrated? (no quantity flagged), cost per fit, unhealthy fits", fits_table(result)),
               ("p-values of uniformity (ArviZ's uniformity_test, pot_c), per quantity and method; all in p_values.csv",
                p_value_table(result.p_values, result.flagged))]

@@ -66,15 +66,17 @@ class Calibration:
         return not self.flagged.get(method) and bool(np.isfinite(self.p_values.loc[method]).any())
 
 
-def collect(run, specs: list, quantities: tuple) -> tuple[dict, dict, dict, pd.DataFrame]:
-    """(ranks, pit, n_ranked, fits) from a calibration's study run."""
-    n_sims = int(run.table["simulation"].max()) + 1 if len(run.table) else 0
+def collect(run, specs: list, quantities: tuple, target_label: str | None = None) -> tuple[dict, dict, dict, pd.DataFrame]:
+    """(ranks, pit, n_ranked, fits) from a calibration's study run (of the cells whose target
+    label is ``target_label``, when a study calibrates several models)."""
+    table = run.table if target_label is None else run.table[run.table["target"] == target_label]
+    n_sims = int(table["simulation"].max()) + 1 if len(table) else 0
     q = len(quantities)
     labels = [label for label, _ in specs]
     ranks = {m: np.full((n_sims, q), np.nan) for m in labels}
     pit = {m: np.full((n_sims, q), np.nan) for m in labels}
     n_ranked = {m: np.zeros(n_sims, dtype=int) for m in labels}
-    for i, row in run.table.iterrows():
+    for i, row in table.iterrows():
         method, sim = row["method"], int(row["simulation"])
         if row["status"] != "ok":
             continue
@@ -82,7 +84,6 @@ def collect(run, specs: list, quantities: tuple) -> tuple[dict, dict, dict, pd.D
         if "pit" in arrays and arrays["pit"].shape == (q,):
             ranks[method][sim], pit[method][sim] = arrays["ranks"], arrays["pit"]
             n_ranked[method][sim] = int(row.get("n_ranked", 0) or 0)
-    table = run.table
     fits = []
     for label in labels:
         rows = table[table["method"] == label]
@@ -186,7 +187,7 @@ def calibrate(model, methods=None, n_sims: int | None = None, grad_budget: int |
     holder: dict = {}
 
     def report(run, folder):
-        holder["result"] = result = _result(run, target, specs, quantities, level)
+        holder["result"] = result = result_of(run, target, specs, quantities, level)
         return page.page(result, folder, int(budget), seed)
 
     name = f"calibrate_{_slug(target.name)}" + ("" if budget == design.DEFAULT_BUDGET else f"_{int(budget)}")
@@ -203,8 +204,9 @@ def calibrate(model, methods=None, n_sims: int | None = None, grad_budget: int |
     return result
 
 
-def _result(run, target, specs, quantities, level) -> Calibration:
-    ranks, pit, n_ranked, fits = collect(run, specs, quantities)
+def result_of(run, target, specs, quantities, level, target_label: str | None = None) -> Calibration:
+    """The :class:`Calibration` of ``target`` from a study run's cells (those of ``target_label``)."""
+    ranks, pit, n_ranked, fits = collect(run, specs, quantities, target_label)
     p = uniformity.p_values(pit, quantities)
     flagged = {m: uniformity.holm(p.loc[m], level) for m in p.index}
     approximations = {m: pit[m] for m, spec in specs if spec["method"] in design.APPROXIMATIONS}
