@@ -54,6 +54,12 @@ def _physical_memory_bytes() -> int | None:
         return None
 
 
+METRIC_NAMES = (*A.METRICS, "flow")
+DEFAULT_WARMUP = 400
+FLOW_WARMUP = 1000
+"""The metrics a Hamiltonian sampler takes: the kernel's (``mcmc/adaptation.py``) and ``"flow"``,
+a learned transform (``methods/flow_metric.py``)."""
+
 WARMUP_SHARE = 0.4
 """Under a gradient budget, the share warmup may spend before sampling starts."""
 
@@ -104,8 +110,8 @@ class _Hamiltonian(ChainSampler):
                           DeprecationWarning, stacklevel=3)
             object.__setattr__(self, "metric", implied)
             object.__setattr__(self, "adapt_mass", None)
-        if not isinstance(self.metric, str) or self.metric not in A.METRICS:
-            raise ValueError(f"metric must be one of {sorted(A.METRICS)}, got {self.metric!r}")
+        if not isinstance(self.metric, str) or self.metric not in METRIC_NAMES:
+            raise ValueError(f"metric must be one of {sorted(METRIC_NAMES)}, got {self.metric!r}")
         if self.metric_rank is not None:
             check_positive_int("metric_rank", self.metric_rank)
         if isinstance(self.metric_cutoff, bool) or not (isinstance(self.metric_cutoff, (int, float, np.number))
@@ -171,6 +177,10 @@ class _Hamiltonian(ChainSampler):
         return limit if self.metric_rank is None else min(self.metric_rank, limit)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        if self.metric == "flow":
+            from .flow_metric import run_flow
+
+            return run_flow(self, target, seed, budget)
         chains = self.start_chains(K.hamiltonian_chain, target, seed, budget)
         n_warmup, d, n_chains = chains.n_warmup, target.dim, self.chains
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
@@ -330,7 +340,7 @@ class NUTS(_Hamiltonian):
     curvature varies more than one step size can follow (the banana's arms, a funnel's neck).
     """
 
-    warmup: int = 400
+    warmup: int | None = None  # 400; 1,000 with metric="flow" (its phases fit the transform)
     max_depth: int = 10
     jitter: float = 0.1
     adapt_target: bool = True
@@ -338,6 +348,8 @@ class NUTS(_Hamiltonian):
     walnuts_max_error: float = 0.5
 
     def __post_init__(self):
+        if self.warmup is None:
+            object.__setattr__(self, "warmup", FLOW_WARMUP if self.metric == "flow" else DEFAULT_WARMUP)
         super().__post_init__()
         check_positive_int("max_depth", self.max_depth)
         if not (0.0 <= self.jitter < 1.0):

@@ -1,0 +1,46 @@
+"""workbench/methods/flow_metric.py: NUTS(metric="flow") samples a banana well, counts every
+gradient (its phases' and the fits'), keeps its budget, is reproducible, and says when the
+diagonal metric already fits."""
+
+import numpy as np
+import pytest
+
+import workbench as wb
+
+
+def test_flow_nuts_on_the_banana_mixes_and_says_how_the_flow_fitted():
+    res = wb.methods.NUTS(metric="flow", progress=False).run(wb.targets.banana(), seed=3)
+    d = res.info["diagnostics"]
+    assert d["r_hat_max"] < 1.01 and d["ess_bulk_min"] > 1000 and d["divergences"] == 0
+    assert res.messages[0].startswith("flow: ") and "layer(s)" in res.messages[0]
+    assert res.info["flow"]["used"] and res.info["flow"]["training_seconds"] > 0
+    assert res.draws.shape == (4, 1000, 2) and res.settings["warmup"] == 1000
+    # reported in x: the banana's arms reach x2 = 10 b x1^2 - ..., far beyond any z
+    assert res.draws[..., 1].max() > 5
+
+
+def test_every_density_call_is_counted(counted):
+    target, counter = counted
+    counter[0] = 0
+    res = wb.methods.NUTS(metric="flow", warmup=200, draws=200, progress=False).run(target, seed=1)
+    assert res.cost.grad_evals == counter[0] > 0
+
+
+def test_a_budget_is_kept_and_a_gaussian_keeps_the_diagonal_metric():
+    t = wb.targets.gaussian(dim=10, scales="logspace")
+    res = wb.methods.NUTS(metric="flow", progress=False).run(t, seed=0, grad_budget=20_000)
+    assert res.cost.grad_evals <= 20_000 * 1.1
+    assert "diagonal metric already fits" in res.messages[0]
+
+
+def test_the_same_seed_gives_the_same_draws():
+    t = wb.targets.banana()
+    a = wb.methods.NUTS(metric="flow", warmup=300, draws=100, progress=False).run(t, seed=5)
+    b = wb.methods.NUTS(metric="flow", warmup=300, draws=100, progress=False).run(t, seed=5)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert a.cost.grad_evals == b.cost.grad_evals
+
+
+def test_the_metric_is_checked():
+    with pytest.raises(ValueError, match="'flow'"):
+        wb.methods.NUTS(metric="flows")

@@ -1,0 +1,209 @@
+"""``NUTS(metric="flow")``: NUTS on a learned transform of the posterior (``mcmc/flow.py``).
+
+Warmup in phases, each a run of the same sampler with the diagonal metric, so that the flow is
+fitted on the chains' own draws and gradients (nutpie's flow adaptation, Seyboldt et al., in
+outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
+
+1. on the posterior itself: a short warmup and some draws per chain;
+2. the flow fitted to those draws and their gradients (``mcmc/flow_fit.py``); if the diagonal
+   metric already fits (its Fisher divergence small per coordinate, or not halved by the flow:
+   ``EASY_PER_COORDINATE``, ``FLOW_GAIN``), the chains simply go on with it; else,
+   ``REFITS`` times: the flow fitted to every draw so far and its gradient (``mcmc/flow_fit.py``:
+   the Fisher divergence, held-out draws deciding how many layers), then the sampler on the
+   transformed density log p(T(z)) + log |det dT/dz|, started from each chain's last draw mapped
+   to z: a short warmup and more draws, which, mapped back, join the others. Each fit sees draws
+   that reach further into the posterior (a funnel's neck, a banana's arms) than the last;
+3. the sampler on the last fit: its warmup and the run's draws, mapped back to x.
+
+The phases share ``warmup`` iterations (``PHASE_WARMUP``). Every gradient of every phase is
+counted (one gradient of the transformed density is one of the target's), and so are the
+gradients at the draws the fits use (the sampler does not keep them). Fitting is wall time,
+reported apart (``info["flow"]["training_seconds"]``). If a fit's held-out Fisher divergence is
+not below the diagonal metric's, the run says so and goes on with the diagonal metric, from where
+the chains are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+
+import numpy as np
+
+from ..diagnostics import chain_diagnostics, health_messages
+from ..mcmc.flow import flow_density, gradients_at
+from ..mcmc.flow_fit import FlowFit, fit_flow
+from ..result import Budget, Result
+from ..target import Target
+
+REFITS = 3
+# shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
+# last phase's warmup (the draws the fits learn from are those phases' draws)
+FIRST_PHASE = (0.15, 0.15)
+REFIT_PHASE = (0.1, 0.1)
+LAST_WARMUP = 0.1
+# under a gradient budget, the shares of the first phase, each refit phase and the last
+PHASE_BUDGET = (0.1, 0.1, 0.6)
+# the diagonal metric already fits when its held-out Fisher divergence per coordinate is below this
+# (a variance 25% off in every coordinate of a Gaussian gives 0.05) or when the flow does not halve
+# it: then the chains, warmed up, go on with it and the flow's longer warmup is not paid (on a 100-d
+# Gaussian the flow's 1,000 iterations cost 0.57 of the diagonal metric's ESS per gradient)
+EASY_PER_COORDINATE = 0.1
+FLOW_GAIN = 0.5
+DIAG_LAST_WARMUP = 0.15
+
+
+@functools.lru_cache(maxsize=32)
+def _density(inner):
+    """One compiled transformed density per target adapter (refits change its data, not its code)."""
+    return flow_density(inner)
+
+
+def flow_target(target: Target, flow) -> Target:
+    """The transformed density as a :class:`Target` in z: one call is one gradient of ``target``."""
+    fl, lay, idx = flow.pack()
+    f_own, i_own = target.kernel_data
+    return Target(name=f"{target.name} (flow)", dim=target.dim, logp_grad=_density(target.kernel_logp_grad),
+                  data=(fl, lay, idx, f_own, i_own), param_names=tuple(f"z[{i}]" for i in range(target.dim)),
+                  spec={"factory": "custom", "flow_of": dict(target.spec)},
+                  description=f"{target.name} under a learned normalizing flow")
+
+
+def gradients(target: Target, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log p, grad log p) at each row of ``points``, compiled (one gradient each)."""
+    points = np.ascontiguousarray(points, dtype=float)
+    logps, grads = np.empty(len(points)), np.empty_like(points)
+    gradients_at.for_target(target)(target.kernel_logp_grad, target.kernel_data, points, logps, grads)
+    return logps, grads
+
+
+def _phase_budget(budget: Budget, share: float) -> int | None:
+    return None if budget.grad_evals is None else max(100, int(share * budget.grad_evals))
+
+
+def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(g), axis=1)
+    return x[keep], g[keep]
+
+
+def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
+    """``method._run`` for ``metric="flow"`` (module docstring); ``method`` is an HMC or NUTS."""
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xF10]).spawn(REFITS + 3)]
+    fit_rng = np.random.default_rng(seeds[-1])
+    w = max(method.warmup, 100)  # NUTS(metric="flow")'s default: 1,000
+
+    def iterations(share):
+        return max(20, int(share * w))
+
+    started = time.perf_counter()
+    spent, compile_seconds, training = 0, 0.0, 0.0
+    fits: list[FlowFit] = []
+
+    first = dataclasses.replace(method, metric="diag", warmup=iterations(FIRST_PHASE[0]),
+                                draws=iterations(FIRST_PHASE[1]))
+    run = first.run(target, seed=seeds[0], grad_budget=_phase_budget(budget, PHASE_BUDGET[0]))
+    spent += run.cost.grad_evals
+    compile_seconds += run.cost.compile_seconds
+    x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
+    last_x = target.initial_point[None].repeat(method.chains, 0)
+
+    def learn(draws_x):
+        """Add draws (chains, n, d) in x and their gradients to the training set."""
+        nonlocal x_all, g_all, spent, last_x
+        if draws_x.shape[1] == 0:
+            return
+        flat = draws_x.reshape(-1, target.dim)
+        _, g = gradients(target, flat)
+        spent += len(flat)
+        flat, g = _finite_rows(flat, g)
+        x_all, g_all = np.vstack([x_all, flat]), np.vstack([g_all, g])
+        last_x = draws_x[:, -1]
+
+    def refit():
+        nonlocal training
+        start = time.perf_counter()
+        fit = fit_flow(x_all, g_all, fit_rng)
+        training += time.perf_counter() - start
+        fits.append(fit)
+        return fit
+
+    def phase(fit, warmup, draws, seed_, share):
+        """A run of the sampler on the transformed density (or, if the fit is no better than the
+        diagonal metric, on the target itself) from the chains' last draws; (result, draws in x)."""
+        nonlocal spent, compile_seconds
+        if not fit.better_than_diagonal:
+            run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=last_x)
+            res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share))
+            spent += res.cost.grad_evals
+            compile_seconds += res.cost.compile_seconds
+            return res, res.draws, None
+        t_z = flow_target(target, fit.flow)
+        z0 = fit.flow.inverse(last_x)
+        ok = np.all(np.isfinite(z0), axis=1)
+        z0[~ok] = 0.0  # a start the flow maps badly: its centre
+        run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=z0)
+        res = run_.run(t_z, seed=seed_, grad_budget=_phase_budget(budget, share))
+        spent += res.cost.grad_evals
+        compile_seconds += res.cost.compile_seconds
+        return res, fit.flow.forward(res.draws), t_z
+
+    learn(run.draws)
+    fit = refit()
+    easy = (fit.diagonal_loss / target.dim < EASY_PER_COORDINATE
+            or not fit.flow_loss < (1.0 - FLOW_GAIN) * fit.diagonal_loss)
+    if not easy:
+        for k in range(REFITS):
+            _, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]), seeds[1 + k],
+                                  PHASE_BUDGET[1])
+            learn(draws_x)
+            fit = refit()
+    else:  # the diagonal metric fits: the chains go on with it
+        fit = fit._replace(flow_loss=fit.diagonal_loss)
+    spent_before_last = spent
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    final, final_x, t_z = phase(fit, iterations(DIAG_LAST_WARMUP if easy else LAST_WARMUP), n_draws,
+                                seeds[REFITS + 1], PHASE_BUDGET[2])
+    final_spent = spent - spent_before_last
+    warmup_spent = spent_before_last + final.cost.warmup_grad_evals
+    messages = []
+    if fit.better_than_diagonal:
+        messages.append(
+            f"flow: {len(fit.flow.layers)} layer(s), {fit.flow.n_params()} coefficients, fitted on {fit.draws} draws and "
+            f"their gradients; held-out Fisher divergence {fit.diagonal_loss:.3g} with the diagonal metric, "
+            f"{fit.flow_loss:.3g} with the flow ({training:.1f} s of training)")
+    elif easy:
+        messages.append(
+            f"flow: the diagonal metric already fits this posterior (held-out Fisher divergence "
+            f"{fit.diagonal_loss / target.dim:.3g} per coordinate, and a flow would not halve it): sampled with it")
+    else:
+        messages.append(
+            f"flow: the fitted transform was no better than the diagonal metric by the Fisher divergence "
+            f"({fit.flow_loss:.3g} against {fit.diagonal_loss:.3g} on held-out draws): sampled with the diagonal metric")
+    final_messages = [m for m in final.messages if not m.startswith("started from")]
+    info = dict(final.info)
+    info["flow"] = {"layers": len(fit.flow.layers), "parameters": fit.flow.n_params(), "training_seconds": training,
+                    "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
+                              "layers": len(f.flow.layers)} for f in fits],
+                    "used": bool(fit.better_than_diagonal), "warmup_grad_evals": warmup_spent}
+    if t_z is not None:
+        info["flow_object"] = fit.flow
+    result = method.result(target, seed, final_x, _Clock(time.perf_counter() - started, compile_seconds),
+                           grad_evals=spent_before_last + final_spent, warmup_grad_evals=warmup_spent,
+                           stats=final.stats, messages=messages + final_messages, info=info,
+                           interrupted=final.interrupted)
+
+    def health():  # ArviZ's diagnostics of the draws in x, when first read (as every sampler's)
+        diagnostics = chain_diagnostics(final_x, final.stats, getattr(method, "max_depth", None))
+        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+    result.defer_health(health)
+    return result
+
+
+class _Clock:
+    """The run's time as ``Method.result`` reads it: wall time less compile time."""
+
+    def __init__(self, total: float, compile_seconds: float):
+        self.compile_seconds = compile_seconds
+        self.wall_seconds = max(0.0, total - compile_seconds)
