@@ -27,8 +27,9 @@ VENV = ROOT / ".nutpie-venv"
 DRIVER = Path(__file__).resolve().parent / "nutpie_driver.py"
 
 
-def nutpie_python() -> str:
-    """The Python of nutpie's venv (made, with nutpie and Numba installed, when missing)."""
+def nutpie_python(flow: bool = False) -> str:
+    """The Python of nutpie's venv (made, with nutpie and Numba installed, when missing); with
+    ``flow``, also JAX, flowjax and PyMC, which nutpie's flow adaptation needs."""
     given = os.environ.get("NUTPIE_PYTHON")
     if given:
         return given
@@ -38,6 +39,9 @@ def nutpie_python() -> str:
         base = "python3.12" if subprocess.run(["which", "python3.12"], capture_output=True).returncode == 0 else "python3"
         subprocess.run([base, "-m", "venv", str(VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "nutpie", "numba"], check=True)
+    if flow and subprocess.run([str(python), "-c", "import flowjax, pymc"], capture_output=True).returncode != 0:
+        print(f"installing nutpie's flow dependencies into {VENV} (once) ...", file=sys.stderr)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "nutpie[jax]", "flowjax", "pymc"], check=True)
     return str(python)
 
 

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..jit import jit
+from .adaptation import fisher_metric
 from .flow import Coupling, Flow
 from .flow_loss import draw_losses, layer_apply, layer_loss
 from .flow_rows import select_rows
@@ -55,6 +56,7 @@ class FlowFit(NamedTuple):
     layer_losses: list
     draws: int
     delta: float
+    low_rank_loss: float = math.inf
 
     @property
     def better_than_diagonal(self) -> bool:
@@ -199,6 +201,23 @@ def fit_layer(y, h, b_idx, parents, ridge: float, delta: float) -> Coupling:
     return layer.with_params(fit.x * use).compact()
 
 
+def low_rank_loss(y_train, h_train, y_held, h_held, delta: float, gamma: float = 1e-5, cutoff: float = 2.0) -> float:
+    """The held-out Fisher loss of the diagonal-plus-low-rank metric (Seyboldt et al.'s, as
+    ``NUTS(metric="low_rank")`` estimates it, ``adaptation.fisher_metric``) fitted to the training
+    draws: the linear map y = s * A z, A = I + U (sqrt(lambda) - 1) U^T, scores A (s h)."""
+    d = y_train.shape[1]
+    rank_cap = max(1, min(d, 2 * len(y_train)))
+    s, vecs, roots = np.ones(d), np.zeros((rank_cap, d)), np.zeros(rank_cap)
+    k = fisher_metric(np.ascontiguousarray(y_train), np.ascontiguousarray(h_train), gamma, cutoff, rank_cap, s, vecs, roots)
+    if k < 0:
+        return math.inf
+    u, r = vecs[:k], roots[:k]
+    y, h = y_held / s, h_held * s
+    z = y + ((y @ u.T) * (1.0 / r - 1.0)) @ u  # A^-1 y
+    hz = h + ((h @ u.T) * (r - 1.0)) @ u  # A h (A is symmetric)
+    return float(np.mean(draw_losses(z, hz, delta)))
+
+
 def _split(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     order = rng.permutation(n)
     cut = max(1, int(round(HOLDOUT * n)))
@@ -243,4 +262,6 @@ def fit_flow(x: np.ndarray, g: np.ndarray, rng: np.random.Generator, max_rounds:
                 break
     # fitted in the normalizing direction: the last layer fitted is the first in z -> x
     flow = Flow(m, sigma, tuple(reversed(layers)))
-    return FlowFit(flow, base, float(current.mean()), losses, int(len(x)), delta)
+    y0, h0 = (x - m) / sigma, g * sigma
+    linear = low_rank_loss(y0[train], h0[train], y0[held], h0[held], delta) if len(train) >= 2 else math.inf
+    return FlowFit(flow, base, float(current.mean()), losses, int(len(x)), delta, linear)

@@ -32,8 +32,8 @@ import time
 import numpy as np
 
 from ..diagnostics import chain_diagnostics, health_messages
-from ..mcmc.flow import flow_density, gradients_at
-from ..mcmc.flow_fit import FlowFit, fit_flow
+from ..mcmc.flow import Flow, flow_density, gradients_at
+from ..mcmc.flow_fit import MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..target import Target
 
@@ -51,7 +51,26 @@ PHASE_BUDGET = (0.1, 0.1, 0.6)
 # Gaussian the flow's 1,000 iterations cost 0.57 of the diagonal metric's ESS per gradient)
 EASY_PER_COORDINATE = 0.1
 FLOW_GAIN = 0.5
-DIAG_LAST_WARMUP = 0.15
+STEP_WARMUP = 0.1
+# metric="auto" choosing the low-rank metric: its warmup after the first phase (its estimator
+# needs windows of its own, nutpie's low-rank adaptation takes 800 iterations to our diagonal's 400)
+LOW_RANK_WARMUP = 0.3
+
+
+def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool) -> str:
+    """``"diag"``, ``"low_rank"`` or ``"flow"``: the preconditioner the first fit's held-out Fisher
+    divergence ranks first. The diagonal metric wins when it already fits (``EASY_PER_COORDINATE``);
+    the low-rank metric when it improves on the diagonal by ``MIN_GAIN`` (and is considered); the
+    flow only when it halves (``FLOW_GAIN``) the best linear map's loss, since its phases and its
+    layers cost more than either."""
+    if fit.diagonal_loss / dim < EASY_PER_COORDINATE:
+        return "diag"
+    linear = fit.diagonal_loss
+    if consider_low_rank and fit.low_rank_loss < (1.0 - MIN_GAIN) * fit.diagonal_loss:
+        linear = fit.low_rank_loss
+    if fit.flow_loss < (1.0 - FLOW_GAIN) * linear:
+        return "flow"
+    return "low_rank" if linear < fit.diagonal_loss else "diag"
 
 
 @functools.lru_cache(maxsize=32)
@@ -128,11 +147,11 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         fits.append(fit)
         return fit
 
-    def phase(fit, warmup, draws, seed_, share):
+    def phase(fit, warmup, draws, seed_, share, metric="diag"):
         """A run of the sampler on the transformed density (or, if the fit is no better than the
         diagonal metric, on the target itself) from the chains' last draws; (result, draws in x)."""
         nonlocal spent, compile_seconds
-        if not fit.better_than_diagonal:
+        if not fit.better_than_diagonal and metric == "diag":
             run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=last_x)
             res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share))
             spent += res.cost.grad_evals
@@ -142,7 +161,7 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         z0 = fit.flow.inverse(last_x)
         ok = np.all(np.isfinite(z0), axis=1)
         z0[~ok] = 0.0  # a start the flow maps badly: its centre
-        run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=z0)
+        run_ = dataclasses.replace(method, metric=metric, warmup=warmup, draws=draws, init=z0)
         res = run_.run(t_z, seed=seed_, grad_budget=_phase_budget(budget, share))
         spent += res.cost.grad_evals
         compile_seconds += res.cost.compile_seconds
@@ -150,54 +169,60 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
 
     learn(run.draws)
     fit = refit()
-    easy = (fit.diagonal_loss / target.dim < EASY_PER_COORDINATE
-            or not fit.flow_loss < (1.0 - FLOW_GAIN) * fit.diagonal_loss)
+    choice = first_choice(fit, target.dim, method.metric == "auto")
+    easy = choice == "diag"
+    if choice == "low_rank":
+        return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, spent, compile_seconds,
+                             training, started, iterations(LOW_RANK_WARMUP))
     if not easy:
         for k in range(REFITS):
             _, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]), seeds[1 + k],
                                   PHASE_BUDGET[1])
             learn(draws_x)
             fit = refit()
-    else:  # the diagonal metric fits: the chains go on with it
-        fit = fit._replace(flow_loss=fit.diagonal_loss)
     spent_before_last = spent
     n_draws = budget.draws if budget.draws is not None else method.draws
-    final, final_x, t_z = phase(fit, iterations(DIAG_LAST_WARMUP if easy else LAST_WARMUP), n_draws,
-                                seeds[REFITS + 1], PHASE_BUDGET[2])
+    if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
+        # chain), as the scaling of a flow with no layers; warmup adapts the step size only
+        diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
+        final, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], PHASE_BUDGET[2],
+                                    metric="identity")
+        t_z = None
+    else:
+        final, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], PHASE_BUDGET[2])
     final_spent = spent - spent_before_last
     warmup_spent = spent_before_last + final.cost.warmup_grad_evals
     messages = []
-    if fit.better_than_diagonal:
+    used = bool(not easy and fit.better_than_diagonal)
+    if used:
         messages.append(
             f"flow: {len(fit.flow.layers)} layer(s), {fit.flow.n_params()} coefficients, fitted on {fit.draws} draws and "
             f"their gradients; held-out Fisher divergence {fit.diagonal_loss:.3g} with the diagonal metric, "
             f"{fit.flow_loss:.3g} with the flow ({training:.1f} s of training)")
     elif easy:
         messages.append(
-            f"flow: the diagonal metric already fits this posterior (held-out Fisher divergence "
-            f"{fit.diagonal_loss / target.dim:.3g} per coordinate, and a flow would not halve it): sampled with it")
+            f"flow: the diagonal metric fits this posterior about as well as a flow would (held-out Fisher "
+            f"divergence {fit.diagonal_loss / target.dim:.3g} per coordinate; the flow's {fit.flow_loss / target.dim:.3g}, "
+            f"not half of it): sampled with the diagonal metric")
     else:
         messages.append(
             f"flow: the fitted transform was no better than the diagonal metric by the Fisher divergence "
             f"({fit.flow_loss:.3g} against {fit.diagonal_loss:.3g} on held-out draws): sampled with the diagonal metric")
     final_messages = [m for m in final.messages if not m.startswith("started from")]
     info = dict(final.info)
-    info["flow"] = {"layers": len(fit.flow.layers), "parameters": fit.flow.n_params(), "training_seconds": training,
+    info["flow"] = {"layers": len(fit.flow.layers) if used else 0, "parameters": fit.flow.n_params() if used else 0,
+                    "training_seconds": training,
                     "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
                               "layers": len(f.flow.layers)} for f in fits],
-                    "used": bool(fit.better_than_diagonal), "warmup_grad_evals": warmup_spent}
+                    "used": used, "warmup_grad_evals": warmup_spent}
+    info["metric_chosen"] = "flow" if used else "diag"
     if t_z is not None:
         info["flow_object"] = fit.flow
     result = method.result(target, seed, final_x, _Clock(time.perf_counter() - started, compile_seconds),
                            grad_evals=spent_before_last + final_spent, warmup_grad_evals=warmup_spent,
                            stats=final.stats, messages=messages + final_messages, info=info,
                            interrupted=final.interrupted)
-
-    def health():  # ArviZ's diagnostics of the draws in x, when first read (as every sampler's)
-        diagnostics = chain_diagnostics(final_x, final.stats, getattr(method, "max_depth", None))
-        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
-
-    result.defer_health(health)
+    result.defer_health(_health_check(final_x, final.stats, method))
     return result
 
 
@@ -207,3 +232,39 @@ class _Clock:
     def __init__(self, total: float, compile_seconds: float):
         self.compile_seconds = compile_seconds
         self.wall_seconds = max(0.0, total - compile_seconds)
+
+
+def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,
+                  warmup) -> Result:
+    """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
+    draws, its own warmup after the first phase's."""
+    run = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x)
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    final = dataclasses.replace(run, draws=n_draws).run(target, seed=run_seed,
+                                                        grad_budget=_phase_budget(budget, PHASE_BUDGET[2]))
+    info = dict(final.info)
+    info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
+                    "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
+                              "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
+                    "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
+    info["metric_chosen"] = "low_rank"
+    message = (f"metric='auto': the low-rank metric, by the held-out Fisher divergence of the first "
+               f"{fit.draws} draws ({fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
+    final_messages = [m for m in final.messages if not m.startswith("started from")]
+    result = method.result(target, seed, final.draws,
+                           _Clock(time.perf_counter() - started, compile_seconds + final.cost.compile_seconds),
+                           grad_evals=spent + final.cost.grad_evals,
+                           warmup_grad_evals=spent + final.cost.warmup_grad_evals, stats=final.stats,
+                           messages=[message, *final_messages], info=info, interrupted=final.interrupted)
+    result.defer_health(_health_check(final.draws, final.stats, method))
+    return result
+
+
+def _health_check(draws, stats, method):
+    """ArviZ's diagnostics of the draws in x, when first read (as every sampler's)."""
+
+    def health():
+        diagnostics = chain_diagnostics(draws, stats, getattr(method, "max_depth", None))
+        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+    return health

@@ -54,11 +54,12 @@ def _physical_memory_bytes() -> int | None:
         return None
 
 
-METRIC_NAMES = (*A.METRICS, "flow")
+METRIC_NAMES = (*A.METRICS, "flow", "auto")
 DEFAULT_WARMUP = 400
 FLOW_WARMUP = 1000
-"""The metrics a Hamiltonian sampler takes: the kernel's (``mcmc/adaptation.py``) and ``"flow"``,
-a learned transform (``methods/flow_metric.py``)."""
+"""The metrics a Hamiltonian sampler takes: the kernel's (``mcmc/adaptation.py``), ``"flow"``, a
+learned transform, and ``"auto"``, whichever of the diagonal, low-rank and flow preconditioners has
+the lowest Fisher divergence on the first warmup draws (``methods/flow_metric.py``)."""
 
 WARMUP_SHARE = 0.4
 """Under a gradient budget, the share warmup may spend before sampling starts."""
@@ -177,7 +178,7 @@ class _Hamiltonian(ChainSampler):
         return limit if self.metric_rank is None else min(self.metric_rank, limit)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        if self.metric == "flow":
+        if self.metric in ("flow", "auto"):
             from .flow_metric import run_flow
 
             return run_flow(self, target, seed, budget)
@@ -340,7 +341,7 @@ class NUTS(_Hamiltonian):
     curvature varies more than one step size can follow (the banana's arms, a funnel's neck).
     """
 
-    warmup: int | None = None  # 400; 1,000 with metric="flow" (its phases fit the transform)
+    warmup: int | None = None  # 400; 1,000 with metric="flow" or "auto" (their phases fit the transform)
     max_depth: int = 10
     jitter: float = 0.1
     adapt_target: bool = True
@@ -349,7 +350,7 @@ class NUTS(_Hamiltonian):
 
     def __post_init__(self):
         if self.warmup is None:
-            object.__setattr__(self, "warmup", FLOW_WARMUP if self.metric == "flow" else DEFAULT_WARMUP)
+            object.__setattr__(self, "warmup", FLOW_WARMUP if self.metric in ("flow", "auto") else DEFAULT_WARMUP)
         super().__post_init__()
         check_positive_int("max_depth", self.max_depth)
         if not (0.0 <= self.jitter < 1.0):

@@ -7,7 +7,10 @@ and tail ESS >= 400 for every parameter, no divergences, E-BFMI > 0.2; Magnusson
 1. the default run (``DEFAULT_REFERENCE``) on the target's own form;
 2. if it fails and the target has a ``reparametrization`` (a non-centred or whitened form of the
    same posterior), the same run on that form, its draws mapped back;
-3. posteriordb's recipe for hard posteriors (:func:`remedied`): 10 chains, a longer warmup (up
+3. if it still fails, the same run with ``metric="flow"`` on the target's own form (a transform
+   learned in warmup for the curvature no single step size follows: a funnel's neck, a banana's
+   arms) where the dimension allows (``FLOW_MAX_DIM``);
+4. posteriordb's recipe for hard posteriors (:func:`remedied`): 10 chains, a longer warmup (up
    to 10,000 iterations), target acceptance raised (0.95, 0.99, then 0.999) while it diverges,
    draws enough for the ESS it lacked, thinned to 10,000.
 
@@ -43,6 +46,7 @@ KEPT_DRAWS = 10_000
 TARGET_ACCEPT_LADDER = (0.95, 0.99, 0.999)
 """The step-size remedy for divergences, in order (Stan's and posteriordb's advice): the next
 target_accept above the run's."""
+FLOW_MAX_DIM = 500  # the flow's fit grows with d times its parents; references beyond take the recipe alone
 ESS_MARGIN = 1.5  # plan the draws for 1.5 x the ESS the standard asks
 
 
@@ -157,8 +161,13 @@ def build_reference(target: Target, method: dict | None = None, seed: int = 0, m
         separate_modes = diag.r_hat_max > REFERENCE_MULTIMODAL_R_HAT and diag.draws >= 100 and diag.divergences == 0
         if passes or separate_modes or run == max_runs:
             break
-        if target.reparametrization is not None and not reparametrized:
+        if target.reparametrization is not None and not reparametrized and spec.get("metric") != "flow":
             reparametrized, form = True, target.reparametrization.build()  # the same run, on the better form
+        elif spec.get("method") == "NUTS" and spec.get("metric", "diag") != "flow" and target.dim <= FLOW_MAX_DIM:
+            # on the target's own form: the flow learns the reparametrization and more (the
+            # stochastic-volatility model's centred form passes with it; its innovations form,
+            # where the posterior bends as phi -> 1, keeps diverging)
+            spec, reparametrized, form = {**spec, "metric": "flow"}, False, target
         else:
             spec = remedied(spec, diag)
     summary = summarise(_quantities(target, draws))
