@@ -17,6 +17,7 @@ ArviZ computes every number; this module only collects them and words the warnin
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -63,6 +64,37 @@ def _nan_min(a) -> float:
     return -_nan_max(-np.asarray(a, dtype=float))
 
 
+@functools.cache
+def _array_stats():
+    """ArviZ's array diagnostics with Geyer's initial-sequence loop (the part of ESS that runs once
+    per lag, in Python, in ArviZ's base backend) taken from ArviZ's own Numba backend
+    (``arviz_stats.numba.diagnostics.geyer``). Same numbers to rounding (tested); on long,
+    strongly autocorrelated chains (random-walk Metropolis at 10^5 gradients) 10-50x faster."""
+    from arviz_stats.base.array import BaseArray
+    from arviz_stats.numba.diagnostics import geyer
+
+    class GeyerInNumba(BaseArray):
+        def _ess(self, ary, relative=False):  # ArviZ's _DiagnosticsBase._ess, its loop in ArviZ's Numba form
+            ary = np.asarray(ary, dtype=float)
+            if (np.max(ary) - np.min(ary)) < np.finfo(float).resolution:
+                return ary.size
+            n_chain, n_draw = ary.shape
+            acov = self.autocov(ary, axis=1)
+            chain_mean_term = np.var(ary.mean(axis=1), ddof=1) if n_chain > 1 else 0.0
+            tau_hat = float(geyer(acov, chain_mean_term))
+            ess = n_chain * n_draw
+            return (1 if relative else ess) / max(tau_hat, 1 / np.log10(ess))
+
+    return GeyerInNumba()
+
+
+def ess(draws: np.ndarray, method: str = "bulk", prob: float | None = None) -> np.ndarray:
+    """ArviZ's ESS (``arviz.ess``'s numbers) of every coordinate of (chains, draws, d) ``draws``."""
+    per_coordinate = np.moveaxis(np.asarray(draws, dtype=float), 2, 0)
+    kwargs = {} if prob is None else {"prob": prob}
+    return _array_stats().ess(per_coordinate, chain_axis=-2, draw_axis=-1, method=method, **kwargs)
+
+
 def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: int | None = None) -> ChainDiagnostics:
     """R-hat, bulk and tail ESS (min over coordinates), divergences, tree-depth saturation and
     E-BFMI of (chains, draws, d) ``draws`` with their (chains, draws) ``stats``."""
@@ -72,9 +104,9 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
     chains, n = draws.shape[:2]
     r_hat = ess_bulk = ess_tail = bfmi = math.nan
     if n >= 4 and np.all(np.isfinite(draws)):
-        ess_bulk = _nan_min(az.ess(draws, method="bulk"))
+        ess_bulk = _nan_min(ess(draws, method="bulk"))
         # ArviZ 1.x's summary takes the tail ESS at its interval probability (0.89 by default)
-        ess_tail = _nan_min(az.ess(draws, method="tail", prob=az.rcParams["stats.ci_prob"]))
+        ess_tail = _nan_min(ess(draws, method="tail", prob=az.rcParams["stats.ci_prob"]))
         r_hat = _nan_max(az.rhat(draws)) if chains > 1 else math.nan
     energy = stats.get("energy")
     if energy is not None and np.shape(energy)[1] >= 4:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..diagnostics import ess as bulk_ess
 from ..mcmc import isokinetic as I
 from ..mcmc import microcanonical as K
 from ..mcmc.adaptation import gradient_based_variance
@@ -79,9 +80,7 @@ def _ess_per_coordinate(draws: np.ndarray) -> np.ndarray:
     below 20 draws): how fast the chain decorrelates, for the L stages of both samplers."""
     if len(draws) < 20:
         return np.zeros(0)
-    import arviz as az
-
-    ess = np.asarray(az.ess(draws[None]), dtype=float)
+    ess = np.asarray(bulk_ess(draws[None]), dtype=float)
     return ess[np.isfinite(ess) & (ess > 0)]
 
 
