@@ -8,6 +8,17 @@ os.environ["WORKBENCH_CACHE"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests that render the quick reports share one session's run of every study (minutes):
+    under pytest-xdist (``make test`` runs on every core) they form one group on one worker, and
+    they go first, so the other worker runs the rest of the suite meanwhile."""
+    shared = [item for item in items if "quick_study" in getattr(item, "fixturenames", ())]
+    for item in shared:
+        item.add_marker(pytest.mark.xdist_group("quick_reports"))
+    shared_ids = {id(item) for item in shared}
+    items[:] = shared + [item for item in items if id(item) not in shared_ids]
+
+
 @pytest.fixture(scope="session")
 def quick_study(tmp_path_factory):
     """``quick_study(name) -> (run, page)``: the study's quick mode, run once per test session
