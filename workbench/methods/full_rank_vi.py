@@ -23,6 +23,7 @@ from .vi_health import (
     VIDivergenceError,
     fit_messages,
     funnel_message,
+    not_converged_first,
     khat_reserve,
     note_rejected_steps,
     pareto_check,
@@ -213,7 +214,7 @@ class FullRankVI(PSISResampled, Method):
             messages.insert(0, start_message)
         khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
         if start_message and start_message.startswith("the ascent found no mode"):
-            khat_messages += funnel_message(khat)
+            khat_messages += funnel_message(khat, converged=not any(m.startswith("not converged") for m in messages))
         result = self.result(
             target, seed, draws, clock,
             grad_evals=start_grads + n_grad + khat_evals,  # the k-hat check's calls are paid from the budget
@@ -222,7 +223,7 @@ class FullRankVI(PSISResampled, Method):
             log_z=float(np.mean(tail)) if len(tail) else None,
             log_z_se=float(np.std(tail) / math.sqrt(len(tail))) if len(tail) > 1 else None,
             stats={name: traces[:, j].copy() for j, name in enumerate(FR.TRACE_NAMES)},
-            messages=messages + khat_messages,
+            messages=not_converged_first(messages + khat_messages),
             info={"status": int(status), "steps": int(done), "start_grad_evals": int(start_grads),
                   "khat_grad_evals": khat_evals,
                   "pareto_k": khat, **slope_info},

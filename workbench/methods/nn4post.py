@@ -28,6 +28,7 @@ from .vi_health import (
     VIDivergenceError,
     fit_messages,
     funnel_message,
+    not_converged_first,
     khat_reserve,
     note_rejected_steps,
     pareto_check,
@@ -404,7 +405,8 @@ class NN4Post(PSISResampled, Method):
                 "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
             }
             if search.fallback:
-                result.messages.extend(funnel_message(result.info["pareto_k"]))
+                converged = not any(m.startswith("not converged") for m in result.messages)
+                result.messages.extend(funnel_message(result.info["pareto_k"], converged=converged))
                 result.messages.insert(0, "mode search: no ascent converged to a mode (on a hierarchical "
                                           "posterior there may be none: log p grows without bound as a scale "
                                           "goes to 0); the fit started from the initial point with unit scales")
@@ -426,6 +428,7 @@ class NN4Post(PSISResampled, Method):
             result.info["restart_elbos"] = [self._final_elbo(traces[i, : out[0]]) for i, out in enumerate(outputs)]
             result.info["best_restart"] = best
             result.messages.append(f"kept restart {best} of {n_fits} (best final ELBO)")
+        result.messages[:] = not_converged_first(result.messages)
         result.interrupted = bool(interrupted or status == F.STATUS_STOPPED)
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(

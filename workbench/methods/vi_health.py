@@ -171,17 +171,31 @@ def apply_psis(target: Target, result: Result, seed: int, budget: Budget) -> Non
                            f"weights p / q (k-hat {khat:.2f}, ESS {ess:.0f} of {n}); {rescued}")
 
 
-def funnel_message(khat: float, above: float = PARETO_K_GOOD) -> list[str]:
+def funnel_message(khat: float, above: float = PARETO_K_GOOD, converged: bool = True) -> list[str]:
     """When no mode was found (log p unbounded as a scale goes to 0) and the fit misses mass
     (k-hat above ``above``): the hierarchical funnel, which no Gaussian or mixture of a few
-    fits. Empty otherwise."""
+    fits. Empty otherwise. A fit that had not ``converged`` is not blamed on the family: the
+    first cause measured is that it stopped early, and the funnel is only a suspicion."""
     if not khat > above:
         return []
+    if not converged:
+        return [
+            f"possibly a funnel: no mode was found and k-hat is {khat:.2f}, but the fit stopped before it "
+            "converged (see 'not converged'), so that comes first: give it more steps or budget; if k-hat stays "
+            "high once it converges, the posterior is a hierarchical funnel this family cannot fit"
+        ]
     return [
         f"funnel: no mode was found and k-hat is {khat:.2f}: the posterior looks like a hierarchical funnel "
         "(log p grows without bound as a group scale goes to 0), which this family cannot fit, so the fit "
         "has failed here; a non-centred parametrisation is the cure, or NUTS with a high target_accept"
     ]
+
+
+def not_converged_first(messages: list[str]) -> list[str]:
+    """The messages with a 'not converged' warning moved to the front: the first cause measured
+    is the one a reader should meet first (k-hat and the funnel follow from it)."""
+    first = [m for m in messages if m.startswith("not converged")]
+    return first + [m for m in messages if not m.startswith("not converged")]
 
 
 class PSISResampled:

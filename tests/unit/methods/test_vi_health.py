@@ -49,3 +49,15 @@ def test_khat_messages_follow_the_05_and_07_thresholds(scale, expected):
         assert PARETO_K_OK < khat <= PARETO_K_GOOD and "usable with importance weights" in messages[0]
     else:
         assert khat > PARETO_K_GOOD and "misses mass" in messages[0]
+
+
+def test_a_funnel_is_only_suspected_while_the_fit_has_not_converged():
+    from workbench.methods.vi_health import funnel_message, not_converged_first
+
+    assert funnel_message(0.9)[0].startswith("funnel:")
+    suspected = funnel_message(0.9, converged=False)[0]
+    assert suspected.startswith("possibly a funnel") and "not converged" in suspected
+    assert funnel_message(0.3, converged=False) == []
+    ordered = not_converged_first(["status", "Pareto k-hat 0.9", "not converged: rising", "funnel"])
+    assert ordered == ["not converged: rising", "status", "Pareto k-hat 0.9", "funnel"]
+
