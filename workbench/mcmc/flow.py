@@ -247,7 +247,8 @@ def flow_density(inner):
     """``logp_grad(z, grad_out, data)`` of the transformed density log p(T(z)) + log |det dT/dz|
     for a target whose kernel adapter is ``inner`` (its ``kernel_logp_grad``): ``data`` is
     (fl, lay, idx, the target's own packed buffers). Compiled per target (it closes over the
-    target's adapter), not cached on disk; one call costs one gradient of the target."""
+    target's adapter), not cached on disk; one call costs one gradient of the target (and is
+    counted as one even where the flow itself overflows and the call returns -inf)."""
 
     def logp_grad(z, grad_out, data):
         fl, lay, idx, f_own, i_own = data
@@ -260,6 +261,11 @@ def flow_density(inner):
         for i in range(d):
             x[i] = fl[i] + fl[d + i] * ys[n_layers, i]
             log_det += math.log(fl[d + i])
+        if not (math.isfinite(log_det) and np.all(np.isfinite(x))):
+            # far out in z a coupling's scale overflows: the flow maps nowhere there, an edge of
+            # the latent space (-inf, a rejected proposal), not a fault of the target's density
+            grad_out[:] = 0.0
+            return -np.inf
         lp = inner(x, gx, (f_own, i_own))
         for i in range(d):
             grad_out[i] = fl[d + i] * gx[i]

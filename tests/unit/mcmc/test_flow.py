@@ -46,6 +46,20 @@ def test_the_transformed_densitys_score_and_log_determinant_are_right(flow):
         assert value == pytest.approx(t.logp(flow.forward(z)) + np.linalg.slogdet(jac)[1], abs=1e-6)
 
 
+def test_where_the_flow_overflows_the_density_is_minus_infinity_not_nan(flow):
+    """Far out in z a coupling's exp(scale) overflows and T(z) is inf: the latent density there
+    is -inf (a rejected proposal), never NaN (which would read as a fault of the target)."""
+    t = wb.targets.gaussian(dim=6, correlation=0.3)
+    density = flow_density(t.kernel_logp_grad)
+    fl, lay, idx = flow.pack()
+    data = (fl, lay, idx, *t.kernel_data)
+    grad = np.full(6, np.nan)
+    with np.errstate(all="ignore"):
+        value = density(np.full(6, 1e300), grad, data)
+    assert value == -np.inf and np.all(grad == 0.0)
+    assert np.isfinite(density(np.zeros(6), grad, data))
+
+
 def test_a_compacted_layer_is_the_same_map():
     rng = np.random.default_rng(3)
     layer = _layer(rng, [1, 2], [[0, 3], [3, 0]])

@@ -30,9 +30,10 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
                      grid=lambda quick: [Cell(target, {"method": "Laplace", "draws": 500}, 0, labels={"method": "Laplace"})],
                      report=lambda run, folder: Page(finding="rendered"), reference_method=short, reference_runs=runs)
 
-    run, page = run_and_report(study(2), quick=False, executor="serial", out=tmp_path, progress=False)
+    # the ladder: the short run, the flow metric on the same run, then posteriordb's recipe
+    run, page = run_and_report(study(3), quick=False, executor="serial", out=tmp_path, progress=False)
     (info,) = run.references.values()
-    assert info["runs"] == 2 and info["method"]["chains"] == 10 and info["method"]["draws"] > short["draws"]
+    assert info["runs"] == 3 and info["method"]["chains"] == 10 and info["method"]["draws"] > short["draws"]
     failing, page = run_and_report(study(1), quick=False, executor="serial", out=tmp_path / "one", progress=False)
     (info,) = failing.references.values()
     assert not info["passes"] and info["runs"] == 1
