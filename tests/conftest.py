@@ -8,6 +8,20 @@ os.environ["WORKBENCH_CACHE"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 import pytest
 
 
+def pytest_configure(config):
+    """Under pytest-xdist, compile (or load) the library's kernels once, in the controller, split
+    over a pool as a study does, before the workers start: from a cold cache (CI) each worker
+    and each study pool would otherwise compile every kernel at the same time, several minutes
+    each on two cores."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        from workbench.study import make_executor
+        from workbench.study.runner import compile_kernels_on
+
+        with make_executor("local") as pool:
+            compile_kernels_on(pool)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the group marker
 def pytest_collection_modifyitems(config, items):
     """The tests that render the quick reports share one session's run of every study (minutes):
     under pytest-xdist (``make test`` runs on every core) they form one group on one worker, and
