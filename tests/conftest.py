@@ -8,31 +8,6 @@ os.environ["WORKBENCH_CACHE"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 import pytest
 
 
-def pytest_configure(config):
-    """Under pytest-xdist, compile (or load) the library's kernels once, in the controller, split
-    over a pool as a study does, before the workers start: from a cold cache (CI) each worker
-    and each study pool would otherwise compile every kernel at the same time, several minutes
-    each on two cores."""
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        from workbench.study import make_executor
-        from workbench.study.runner import compile_kernels_on
-
-        with make_executor("local") as pool:
-            compile_kernels_on(pool)
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the group marker
-def pytest_collection_modifyitems(config, items):
-    """The tests that render the quick reports share one session's run of every study (minutes):
-    under pytest-xdist (``make test`` runs on every core) they form one group on one worker, and
-    they go first, so the other worker runs the rest of the suite meanwhile."""
-    shared = [item for item in items if "quick_study" in getattr(item, "fixturenames", ())]
-    for item in shared:
-        item.add_marker(pytest.mark.xdist_group("quick_reports"))
-    shared_ids = {id(item) for item in shared}
-    items[:] = shared + [item for item in items if id(item) not in shared_ids]
-
-
 @pytest.fixture(scope="session")
 def quick_study(tmp_path_factory):
     """``quick_study(name) -> (run, page)``: the study's quick mode, run once per test session
