@@ -46,7 +46,7 @@ def smc_particles(budget: int) -> int:
 
 
 def grid(quick: bool) -> list[Cell]:
-    budgets = (100_000, 1_000_000) if quick else (10_000, 100_000, 1_000_000, 10_000_000, 40_000_000)
+    budgets = (100_000, 1_000_000, 10_000_000) if quick else (10_000, 100_000, 1_000_000, 10_000_000, 40_000_000)
     seeds = (0,) if quick else (0, 1, 2)
     targets = TARGETS if quick else TARGETS + FULL_ONLY_TARGETS
     quiet = {"progress": False}
