@@ -177,10 +177,18 @@ class Chains:
     def result(self, run: ChainRun, stat_names, *, stat_columns=None, info: dict | None = None) -> Result:
         """Cut the run into warmup and equal-length draws, check its health (ArviZ's R-hat,
         ESS, divergences, tree depth, E-BFMI: ``diagnostics.py``) and build the Result."""
+        messages = []
+        sampled = run.done > self.n_warmup
+        if run.interrupted and not run.errors and sampled.any() and not sampled.all():
+            # Ctrl-C before some chains started (more chains than threads): keep the chains that
+            # made draws rather than cut them all to the others' none; the cost keeps every chain's
+            messages.append(f"interrupted before {int((~sampled).sum())} of {sampled.size} chains had made a "
+                            "draw: those chains are dropped")
+            run = run._replace(draws=run.draws[sampled], stats=run.stats[sampled], done=run.done[sampled],
+                               last=[v for v, keep in zip(run.last, sampled) if keep])
         draws, done, n_warmup = run.draws, run.done, self.n_warmup
         stats = run.stats if stat_columns is None else run.stats[..., stat_columns]
         kept = int(max(0, done.min() - n_warmup))
-        messages = []
         if run.errors:
             messages.append(self._raised_message(run, kept))
             if kept == 0:

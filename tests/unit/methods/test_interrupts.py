@@ -72,3 +72,23 @@ def test_ctrl_c_during_set_up_returns_an_interrupted_result_with_no_draws():
     res = wb.methods.IndependenceMH(proposal=proposal, warmup=10, draws=100).run(wb.targets.gaussian(2), seed=0)
     assert res.interrupted and res.draws.shape == (4, 0, 2)
     assert any("setting up" in m for m in res.messages)
+
+
+def test_ctrl_c_before_some_chains_start_keeps_the_chains_that_made_draws(ctrl_c_raises):
+    """One thread, four chains: Ctrl-C while the first chain samples. The three chains that never
+    started are dropped (with a message), not used to cut the first one's draws to none; the
+    cost still counts every evaluation."""
+    slow = wb.Target.from_numba(slow_standard_normal, dim=2, data=(np.array([2.0e4]),), name="slow", check_gradient=False)
+    method = wb.methods.RandomWalkMH(chains=4, warmup=10, draws=10**7, threads=1, **QUIET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wb.methods.RandomWalkMH(chains=4, warmup=10, draws=100, threads=1, **QUIET).run(slow, seed=0)  # compiled
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            res = method.run(slow, seed=0)
+        finally:
+            timer.cancel()
+    assert res.interrupted and res.draws.shape[0] == 1 and res.draws.shape[1] > 0
+    assert any(m.startswith("interrupted before 3 of 4 chains") for m in res.messages)
+    assert res.cost.grad_evals >= res.draws.shape[1] + 10
