@@ -123,19 +123,18 @@ class Flow(NamedTuple):
 
     def forward(self, z: np.ndarray) -> np.ndarray:
         """x = T(z) for (..., d) points (from Python)."""
-        fl, lay, idx = self.pack()
-        zz = np.ascontiguousarray(np.asarray(z, dtype=float).reshape(-1, self.dim))
-        out = np.empty_like(zz)
-        flow_forward_many(zz, fl, lay, idx, out)
-        return out.reshape(np.shape(z))
+        return self._map_points(z, flow_forward_many)
 
     def inverse(self, x: np.ndarray) -> np.ndarray:
         """z = T^-1(x) for (..., d) points (from Python)."""
+        return self._map_points(x, flow_inverse_many)
+
+    def _map_points(self, points: np.ndarray, kernel) -> np.ndarray:
         fl, lay, idx = self.pack()
-        xx = np.ascontiguousarray(np.asarray(x, dtype=float).reshape(-1, self.dim))
-        out = np.empty_like(xx)
-        flow_inverse_many(xx, fl, lay, idx, out)
-        return out.reshape(np.shape(x))
+        rows = np.ascontiguousarray(np.asarray(points, dtype=float).reshape(-1, self.dim))
+        out = np.empty_like(rows)
+        kernel(rows, fl, lay, idx, out)
+        return out.reshape(np.shape(points))
 
     def n_params(self) -> int:
         """Coefficients in use (the outer map's 2 d and every layer's nonzero ones)."""
@@ -254,21 +253,22 @@ def flow_density(inner):
         fl, lay, idx, f_own, i_own = data
         d = z.size
         n_layers = lay.shape[0]
-        ys = np.empty((n_layers + 1, d))
-        x = np.empty(d)
-        gx = np.empty(d)
+        ys = np.empty((n_layers + 1, d))  # the layers' inputs, for the backward pass
         log_det = flow_forward(z, fl, lay, idx, ys)
+        x = ys[n_layers]  # the backward pass reads only the layers' inputs: x takes the last row
+        finite = math.isfinite(log_det)
         for i in range(d):
-            x[i] = fl[i] + fl[d + i] * ys[n_layers, i]
+            x[i] = fl[i] + fl[d + i] * x[i]
             log_det += math.log(fl[d + i])
-        if not (math.isfinite(log_det) and np.all(np.isfinite(x))):
+            finite = finite and math.isfinite(x[i])
+        if not finite:
             # far out in z a coupling's scale overflows: the flow maps nowhere there, an edge of
             # the latent space (-inf, a rejected proposal), not a fault of the target's density
             grad_out[:] = 0.0
             return -np.inf
-        lp = inner(x, gx, (f_own, i_own))
+        lp = inner(x, grad_out, (f_own, i_own))
         for i in range(d):
-            grad_out[i] = fl[d + i] * gx[i]
+            grad_out[i] *= fl[d + i]
         flow_backward(grad_out, fl, lay, idx, ys)
         return lp + log_det
 
