@@ -56,3 +56,14 @@ def test_a_study_on_a_bundled_posterior_runs_no_reference(tmp_path):
     assert info["shipped"].startswith("eight_schools_noncentered.npz") and info["passes"]
     assert run.table["truth"].iloc[0] == "reference (shipped NUTS)"
     assert run.table["status"].iloc[0] == "ok" and np.isfinite(run.table["mean_err_max"].iloc[0])
+
+
+@pytest.mark.parametrize("name", sorted(S.SHIPPED))
+def test_every_shipped_reference_passes_posteriordbs_standard(name):
+    """Every bundled posterior without an exact truth is scored against a reference that passes
+    (R-hat < 1.01, bulk and tail ESS >= 400, no divergences, E-BFMI > 0.2)."""
+    ref = S.shipped_reference(build_target(S.SHIPPED[name][0]))
+    d = ref.diagnostics
+    assert ref.passes, (name, ref.why_not)
+    assert d.r_hat_max < 1.01 and min(d.ess_bulk_min, d.ess_tail_min) >= 400 and d.divergences == 0, (name, d)
+    assert not d.bfmi_min <= 0.2, (name, d)
