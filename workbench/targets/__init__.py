@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from .banana import banana
+from .dense_mixture import dense_mixture
 from .bnn import bnn
 from .eight_schools import eight_schools
 from .funnel import funnel
@@ -17,6 +18,7 @@ _CATALOGUE = {
     "gaussian": "Gaussian: isotropic, diagonal ill-conditioned (sds 0.1..10) or equicorrelated; exact truth",
     "rotated_gaussian": "Gaussian with a few large eigen-directions at a random rotation (dense); exact truth",
     "gaussian_mixture": "separated diagonal-Gaussian peaks, unequal weights (the nn4post test problem); exact truth",
+    "dense_mixture": "full-covariance Gaussian or Student-t mixtures (GMMVI's GMM20, GMM100, STM20); exact truth",
     "funnel": "Neal's funnel, centred, v ~ N(0, 9); exact sampler, moments, marginals",
     "banana": "Haario's twisted Gaussian (b = 0.03); exact sampler, moments, marginals",
     "linear_regression": "conjugate Bayesian linear regression (diabetes or synthetic); exact posterior and evidence",
@@ -40,6 +42,7 @@ FACTORIES = {
     "gaussian": gaussian,
     "rotated_gaussian": rotated_gaussian,
     "gaussian_mixture": gaussian_mixture,
+    "dense_mixture": dense_mixture,
     "funnel": funnel,
     "banana": banana,
     "linear_regression": linear_regression,
@@ -60,6 +63,7 @@ __all__ = [
     "available",
     "banana",
     "bnn",
+    "dense_mixture",
     "eight_schools",
     "funnel",
     "gaussian",
