@@ -270,6 +270,78 @@ class GaussianMixture:
         return f"GaussianMixture(K={self.weights.size}, dim={self.dim})"
 
 
+class FullCovarianceMixture:
+    """sum_k w_k N(x; mu_k, L_k L_k^T): the approximation GMMVI fits.
+
+    ``weights`` (K,), ``means`` (K, d), ``chols`` (K, d, d): lower Cholesky factors of the
+    component covariances."""
+
+    def __init__(self, weights, means, chols):
+        self.weights = _float_array("weights", weights, ndim=1)
+        self.means = np.atleast_2d(_float_array("means", means))
+        self.chols = _float_array("chols", chols, ndim=3)
+        k, d = self.means.shape
+        if self.weights.size != k or self.chols.shape != (k, d, d):
+            raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, chols {self.chols.shape} disagree")
+        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.chols))):
+            raise ValueError("weights, means and Cholesky factors of a mixture must be finite (they hold NaN or inf)")
+        if np.any(self.weights < 0) or not self.weights.sum() > 0:
+            raise ValueError(f"weights must be non-negative and not all zero, got {self.weights}")
+        self.weights = self.weights / self.weights.sum()
+
+    @property
+    def dim(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def covs(self) -> np.ndarray:
+        return np.einsum("kab,kcb->kac", self.chols, self.chols)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.weights @ self.means
+
+    @property
+    def cov(self) -> np.ndarray:
+        m = self.mean
+        return np.einsum("k,kab->ab", self.weights, self.covs + np.einsum("ka,kb->kab", self.means, self.means)) \
+            - np.outer(m, m)
+
+    @property
+    def sd(self) -> np.ndarray:
+        var = np.einsum("kab,kab->ka", self.chols, self.chols)  # the diagonals of L L^T
+        return np.sqrt(np.maximum(self.weights @ (var + self.means**2) - self.mean**2, 0.0))
+
+    def logpdf(self, x) -> np.ndarray:
+        from scipy.linalg import solve_triangular
+        from scipy.special import logsumexp
+
+        x = _points(x, self.dim)
+        comp = np.empty((x.shape[0], self.weights.size))
+        for k in range(self.weights.size):
+            z = solve_triangular(self.chols[k], (x - self.means[k]).T, lower=True, check_finite=False)
+            comp[:, k] = (-0.5 * np.einsum("ij,ij->j", z, z) - np.log(np.diag(self.chols[k])).sum()
+                          - 0.5 * self.dim * math.log(2 * math.pi))
+        with np.errstate(divide="ignore"):
+            return logsumexp(comp + np.log(self.weights), axis=1)
+
+    def sample(self, n: int, rng=None) -> np.ndarray:
+        _check_count(n)
+        rng = np.random.default_rng(rng)
+        comp = rng.choice(self.weights.size, size=n, p=self.weights)
+        return self.means[comp] + np.einsum("nab,nb->na", self.chols[comp], rng.standard_normal((n, self.dim)))
+
+    def marginal_pdf(self, k: int, x) -> np.ndarray:
+        """Density of coordinate k: a 1-D mixture of the components' marginals."""
+        k = _coordinate(k, self.dim)
+        x = np.asarray(x, dtype=float)[..., None]
+        sds = np.sqrt(np.einsum("kb,kb->k", self.chols[:, k, :], self.chols[:, k, :]))
+        return np.sum(self.weights * norm().pdf(x, self.means[:, k], sds), axis=-1)
+
+    def __repr__(self) -> str:
+        return f"FullCovarianceMixture(K={self.weights.size}, dim={self.dim})"
+
+
 class LowRankGaussian:
     """N(mean, cov) with cov = diag(alpha) + beta gamma beta^T: the L-BFGS inverse Hessian
     of Pathfinder (Zhang, Carpenter, Gelman and Vehtari 2022, eq. II.1), alpha (d,) > 0,

@@ -67,3 +67,27 @@ def test_mixture_logpdf_in_blocks_matches_scipy(monkeypatch):
     np.testing.assert_allclose(q.logpdf(x), exact, rtol=1e-12)
     monkeypatch.setattr(A, "_BLOCK_FLOATS", 21)
     np.testing.assert_allclose(q.logpdf(x), exact, rtol=1e-12)
+
+
+def test_full_covariance_mixture_against_scipy_and_its_own_draws():
+    from scipy.special import logsumexp
+
+    from workbench.approximations import FullCovarianceMixture
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 3))
+    covs = a @ a.transpose(0, 2, 1) + np.eye(3)
+    means = np.array([[0.0, 1.0, -1.0], [4.0, 0.0, 2.0]])
+    q = FullCovarianceMixture([0.25, 0.75], means, np.linalg.cholesky(covs))
+    x = rng.standard_normal((5, 3))
+    expected = logsumexp(np.stack([np.log(w) + stats.multivariate_normal.logpdf(x, m, c)
+                                   for w, m, c in zip([0.25, 0.75], means, covs)], axis=-1), axis=-1)
+    np.testing.assert_allclose(q.logpdf(x), expected, rtol=1e-10)
+    draws = q.sample(200_000, rng)
+    assert np.all(np.abs(draws.mean(0) - q.mean) < 4 * q.sd / np.sqrt(len(draws)))  # 4 Monte Carlo standard errors
+    np.testing.assert_allclose(np.cov(draws.T), q.cov, rtol=0.03, atol=0.03)
+    np.testing.assert_allclose(np.sqrt(np.diag(q.cov)), q.sd, rtol=1e-12)
+    grid = np.linspace(-15, 20, 4001)
+    assert np.trapezoid(q.marginal_pdf(1, grid), grid) == pytest.approx(1.0, abs=1e-4)
+    with pytest.raises(ValueError, match="disagree"):
+        FullCovarianceMixture([1.0], means, np.linalg.cholesky(covs))
