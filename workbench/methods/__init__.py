@@ -12,6 +12,7 @@ from .batch_and_match import BatchAndMatch
 from .dadvi import DADVI
 from .exact import Exact
 from .full_rank_vi import FullRankVI
+from .gmmvi import GMMVI
 from .hmc import HMC, NUTS
 from .importance import ImportanceSampling, RejectionSampling
 from .laplace import Laplace, LaplaceError
@@ -26,7 +27,7 @@ from .smc import SMC, SMCError
 # the built-in methods, by the name a spec's "method" gives
 METHODS: dict[str, type] = {cls.__name__: cls for cls in (
     Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, MAMS, MCLMC, ImportanceSampling, RejectionSampling, SMC,
-    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI, BatchAndMatch,
+    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI, BatchAndMatch, GMMVI,
 )}
 
 
@@ -66,6 +67,7 @@ __all__ = [
     "method_class",
     "Exact",
     "FullRankVI",
+    "GMMVI",
     "HMC",
     "ImportanceSampling",
     "IndependenceMH",

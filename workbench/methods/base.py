@@ -22,6 +22,7 @@ Chain samplers (MCMC) add their own template in ``workbench/methods/sampling.py`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -185,6 +186,15 @@ def _progress_enabled(progress) -> bool:
     if progress is not None:
         return bool(progress)
     return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+@functools.cache
+def blas_controller():
+    """The BLAS libraries this process has loaded, found once: a search takes 1.5-3 ms (it
+    walks every loaded shared library), as long as a whole NUTS run on a cheap target."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def run_in_threads(

@@ -17,21 +17,19 @@ during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ..mcmc import adaptation as A
 from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..target import Target
-from .base import check_positive, check_positive_int
+from .base import blas_controller, check_positive, check_positive_int
 from .sampling import ChainSampler, start_chains
 
 WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts-rs's default)
@@ -39,12 +37,6 @@ WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts
 # the deprecated ``adapt_mass`` names and the metrics they mean
 _ADAPT_MASS_NAMES = {"gradient": "diag", "stan": "diag_stan", "none": "identity"}
 
-
-@functools.cache
-def _blas_controller() -> ThreadpoolController:
-    """The BLAS libraries this process has loaded, found once: a search takes 1.5-3 ms (it
-    walks every loaded shared library), as long as a whole NUTS run on a cheap target."""
-    return ThreadpoolController()
 
 
 def _physical_memory_bytes() -> int | None:
@@ -217,7 +209,7 @@ class _Hamiltonian(ChainSampler):
         pathfinder_evals = chains.start_grad_evals
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
-        one_blas_thread = _blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
+        one_blas_thread = blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
         with one_blas_thread:
             run = chains.sample(
                 lambda c, draws, stats, control: chains.kernel(

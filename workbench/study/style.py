@@ -40,6 +40,7 @@ METHOD_STYLES = {
     "MCLMC": Style("#888888", "8"),
     "DADVI": Style("#DDCC77", "H"),
     "BatchAndMatch": Style("#661100", "+"),
+    "GMMVI": Style("#EE3377", "x"),
 }
 
 # short names some studies use for a method in their tables

@@ -28,6 +28,7 @@ METHODS = {  # name -> (method, a budget that binds)
     "FullRankVI": (lambda: wb.methods.FullRankVI(steps=2000, draws=300, **QUIET), 3000),
     "DADVI": (lambda: wb.methods.DADVI(draws=300), 600),
     "BatchAndMatch": (lambda: wb.methods.BatchAndMatch(draws=300, **QUIET), 600),
+    "GMMVI": (lambda: wb.methods.GMMVI(steps=100, draws=300, **QUIET), 3000),
     "Pathfinder": (lambda: wb.methods.Pathfinder(paths=2, draws=200, **QUIET), 1000),
     "SMC": (lambda: wb.methods.SMC(particles=100, **QUIET), 200_000),
 }

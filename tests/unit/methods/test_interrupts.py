@@ -30,6 +30,7 @@ LONG = {  # each runs for minutes on the slow density unless stopped
     "SMC": lambda: wb.methods.SMC(particles=20_000, **QUIET),
     "DADVI": lambda: wb.methods.DADVI(n_draws=20_000),
     "BatchAndMatch": lambda: wb.methods.BatchAndMatch(steps=10**6, batch_size=100, **QUIET),
+    "GMMVI": lambda: wb.methods.GMMVI(steps=10**6, samples_per_component=1000, **QUIET),
 }
 # quick whatever happens (Exact draws from the truth, Laplace and Pathfinder end in well under
 # a second here); Ctrl-C there is the caller's
