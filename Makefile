@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 # the studies `make report` runs (quick mode), in report order
-REPORT_STUDIES ?= accuracy calibration performance frontier marginalization dimension_scaling nn4post_ablation theorem1 minibatch evidence
+REPORT_STUDIES ?= accuracy calibration performance frontier marginalization dimension_scaling nn4post_ablation mixture_vi theorem1 minibatch evidence
 REPORT_ARGS ?= --quick
 
 .PHONY: report readme-figure test test-fast check-python clean clean-cache

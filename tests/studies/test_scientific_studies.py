@@ -129,3 +129,16 @@ def test_frontier_crossings_count_a_seed_that_did_not_cross_as_never():
     assert np.isnan(table.loc["NUTS", "grads_to_b2_max"])
     assert "MAMS 40,000" in frontier._finding(table.reset_index()) and "NUTS did not get there" in frontier._finding(
         table.reset_index())
+
+
+@pytest.mark.slow
+def test_mixture_vi_quick_study(quick_study):
+    run, text = rendered_page(quick_study, "mixture_vi", ("weight_error.png", "sliced_wasserstein.png"), "GMMVI")
+    module = __import__("sys").modules["workbench_studies.mixture_vi"]
+    s = module.summary(run).set_index(["target", "method"])["weight_err"]
+    # GMMVI recovers the 5-component full-covariance mixture; NN4Post's mode search finds the three peaks
+    assert s[("GMM10 (5 components)", "GMMVI")] < module.GOAL_WEIGHT_ERR
+    assert s[("three peaks N_d=10", "NN4Post")] < module.GOAL_WEIGHT_ERR
+    # one Gaussian sits on one mode: its error is at least 1 - the largest weight
+    for target in ("GMM10 (5 components)", "three peaks N_d=10"):
+        assert s[(target, "FullRankVI")] >= 0.29
