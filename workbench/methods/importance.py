@@ -34,7 +34,12 @@ from ..diagnostics import kish_ess
 from ..jit import C_PROGRESS, C_STOP, INDEX, VEC, target_kernel
 from ..result import Budget, Result
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive_int, run_in_threads
+from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
+
+PARTIAL_KEEP_SHARE = 0.1
+"""A run whose density raised part-way keeps its draws (with a warning) when at least this
+share of them was evaluated; with fewer it raises ``DensityError``, as a sampler does when its
+density raises before its warmup ends: a handful of draws is not an estimate."""
 
 
 def _log_ratios(logp_grad, data, draws, logq, out, control):
@@ -232,12 +237,16 @@ class ImportanceSampling(Method):
             why = (f"density raised: {ratios.error!r} from the target's density" if ratios.error is not None
                    else "interrupted by Ctrl-C")
             note = f"{why}; stopped after {n_done} of {n} draws"
-            if n_done == 0:
-                if ratios.error is None:
-                    raise KeyboardInterrupt
-                ratios.error.add_note(note + ": nothing to keep")
-                raise ratios.error
-            messages.append(f"{note}: the estimates use those {n_done}")
+            if n_done == 0 and ratios.error is None:
+                raise KeyboardInterrupt
+            if ratios.error is not None and n_done < PARTIAL_KEEP_SHARE * n:
+                # too few draws to be an estimate: lost, as a sampler whose density raises before its
+                # warmup ends (the same DensityError, naming the draw and the point)
+                at = int(np.argmin(evaluated)) if not evaluated.all() else n_done
+                err = density_raised(self.name, target, ratios.error, 0, at + 1, x[min(at, n - 1)], "draw")
+                err.add_note(f"{note}: fewer than {PARTIAL_KEEP_SHARE:.0%} of the draws, nothing kept")
+                raise err from ratios.error
+            messages.append(f"{note}: the estimates use those {n_done}")  # >= 10 %: kept, and said
             warnings.warn(f"{self.name} on {target.name}: {messages[-1]}", RuntimeWarning, stacklevel=3)
         if ratios.n_nan:
             messages.append(ratios.nan_message())

@@ -120,15 +120,25 @@ def test_a_density_that_raises_in_warmup_raises_and_says_so():
 
 def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised():
     proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
-    method = wb.methods.ImportanceSampling(proposal=proposal, n=4000, progress=False, threads=1)
+    method = wb.methods.ImportanceSampling(proposal=proposal, n=400, progress=False, threads=1)
     with pytest.warns(RuntimeWarning, match="density raised"):
-        res = method.run(raising_target(2.5), seed=5)
-    # one block (threads=1): exactly the draws before the first one beyond 2.5
-    x_all = proposal.sample(4000, wb.methods.base.chain_rngs(5, 1)[0])
+        res = method.run(raising_target(2.5), seed=1)
+    # one block (threads=1): exactly the draws before the first one beyond 2.5 (264 of 400: kept)
+    x_all = proposal.sample(400, wb.methods.base.chain_rngs(1, 1)[0])
     first = int(np.argmax(x_all[:, 0] > 2.5))
-    assert res.draws.shape[1] == res.cost.grad_evals == first > 0
+    assert res.draws.shape[1] == res.cost.grad_evals == first >= 0.1 * 400
     np.testing.assert_array_equal(res.draws[0], x_all[:first])
-    assert f"stopped after {first} of 4000 draws" in " ".join(res.messages)
+    assert f"stopped after {first} of 400 draws" in " ".join(res.messages)
+
+
+def test_importance_sampling_whose_density_raises_within_its_first_draws_raises_as_nuts_does():
+    """2 of 1,000 draws are not an estimate: DensityError, like a sampler's density raising in warmup."""
+    proposal = wb.approximations.Gaussian(np.zeros(2), np.eye(2))
+    method = wb.methods.ImportanceSampling(proposal=proposal, n=1000, progress=False, threads=1)
+    with pytest.raises(DensityError, match="ImportanceSampling on target") as info:
+        method.run(raising_target(1.0), seed=3)  # the third draw has x0 > 1
+    assert isinstance(info.value.__cause__, ZeroDivisionError) and info.value.iteration == 3
+    assert any("stopped after 2 of 1000 draws" in note for note in info.value.__notes__)
 
 
 # ------------------------------------------------------------------ Ctrl-C
