@@ -466,7 +466,8 @@ class NN4Post(PSISResampled, Method):
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), max(self.converge_window, 1)) :]
         messages, slope_info = fit_messages(elbo, status, self.converge_tol)
-        info = {"status": int(status), "steps": len(traces), "params": params.copy(), **slope_info}
+        info = {"status": int(status), "steps": len(traces), "params": params.copy(),
+                "draws_per_step": self.n_components * self.samples, **slope_info}
         pooled = draws.reshape(-1, d)
         info["pareto_k"], khat_messages, khat_evals = pareto_check(target, approx, pooled, khat_draws)
         info["khat_grad_evals"] = khat_evals

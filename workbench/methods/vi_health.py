@@ -46,6 +46,8 @@ def elbo_slope(elbo: np.ndarray) -> tuple[float, float]:
     if n < 10:
         return math.nan, math.nan
     y = np.asarray(elbo[-n:], dtype=float)
+    if not np.all(np.isfinite(y)) or np.abs(y).max() > 1e150:  # a trace this wild has no slope to report
+        return math.nan, math.nan
     x = np.arange(n, dtype=float)
     x -= x.mean()
     slope = float(x @ (y - y.mean()) / (x @ x))
@@ -84,13 +86,25 @@ def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], 
 
 
 def note_rejected_steps(result: Result, rejected: int) -> None:
-    """Record the steps a fit rejected (a draw where the density was NaN or -inf, or an
-    overflowing update; each halved the rate) in ``info`` and say so."""
+    """Record the steps a fit rejected (draws where the density was NaN or -inf, or an
+    overflowing update; each halved the rate) in ``info`` and say so; and, where the fit
+    counts them (``stats["skipped_draws"]``), the draws left out of accepted steps, with the
+    share of q's draws they were: about that share of q's mass lies where p is not finite."""
     result.info["rejected_steps"] = int(rejected)
     if rejected:
         result.messages.append(
-            f"{rejected} step(s) rejected: a draw of q met a NaN or -inf density (or the update overflowed); "
+            f"{rejected} step(s) rejected: draws of q met a NaN or -inf density (or the update overflowed); "
             "each halved the learning rate, which came back over the next ten accepted steps"
+        )
+    skipped = result.stats.get("skipped_draws")
+    if skipped is not None and np.size(skipped) and skipped.sum() > 0:
+        total = int(skipped.sum())
+        drawn = max(1, int(result.info.get("draws_per_step", 0)) * int(np.size(skipped)))
+        share = total / drawn if drawn > 1 else float("nan")
+        result.info["skipped_draws"] = total
+        result.messages.append(
+            f"{total} draws of q ({share:.1%} of the accepted steps' draws) met a NaN or -inf density and were "
+            "left out of their steps' estimates: about that share of q's mass lies where the target is not finite"
         )
 
 

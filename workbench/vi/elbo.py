@@ -256,25 +256,27 @@ def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exac
                       work, comp, shape, grad_a, grad_mu, grad_zeta):
     """The Monte Carlo loss L and its exact gradient for the draws ``eta`` (K, S, d).
 
-    Scratch arrays as :func:`workspace` makes them. Returns (L, target gradients used,
-    non-finite flag). Allocates nothing.
+    Scratch arrays as :func:`workspace` makes them. Returns (L, target gradients used, draws
+    whose density was NaN or -inf: those are left out of L and its gradient, so the estimate
+    averages the finite draws with weight 1/S each). Allocates nothing.
     """
     k, n_s, d = eta.shape
     begin_step(a, zeta, r, gauge, c_floor, work, comp, shape, grad_mu)
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
-    bad = False
+    n_bad = 0
     for i in range(k):
         for s in range(n_s):
             _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
             lp = logp_grad(work[THETA], work[GRAD_P], data)
             n_grad += 1
-            if not math.isfinite(lp):
-                bad = True
+            if not math.isfinite(lp):  # left out of this step's estimates (the caller decides the step)
+                n_bad += 1
+                continue
             loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)
     loss += finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta)
-    return loss, n_grad, bad
+    return loss, n_grad, n_bad
 
 
 @jit(nrt=False)
@@ -286,17 +288,18 @@ def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta
     inv_s = 1.0 / n_s
     loss = 0.0
     n_grad = 0
-    bad = False
+    n_bad = 0
     for i in range(k):
         for s in range(n_s):
             _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
             lp = logp_grad_batch(work[THETA], work[GRAD_P], data, rows, scale)
             n_grad += 1
-            if not math.isfinite(lp):
-                bad = True
+            if not math.isfinite(lp):  # left out of this step's estimates (the caller decides the step)
+                n_bad += 1
+                continue
             loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)
     loss += finish_gradient(a, r, exact_entropy, comp, shape, grad_a, grad_zeta)
-    return loss, n_grad, bad
+    return loss, n_grad, n_bad
 
 
 def workspace(n_components: int, dim: int) -> dict:

@@ -108,7 +108,7 @@ FROZEN_NONE, FROZEN_DIVIDE, FROZEN_CLIP, FROZEN_CLIP_A = range(4)
 FROZEN_FIXES = {"none": FROZEN_NONE, "divide": FROZEN_DIVIDE, "clip": FROZEN_CLIP, "clip_a": FROZEN_CLIP_A}
 OPT_ADAM, OPT_GD = 0, 1
 OPTIMIZERS = {"adam": OPT_ADAM, "gd": OPT_GD}
-TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta")
+TRACE_NAMES = ("elbo", "r", "min_c", "learning_rate", "grad_norm_a", "grad_norm_mu", "grad_norm_zeta", "skipped_draws")
 STATUS_STEPS, STATUS_CONVERGED, STATUS_BUDGET, STATUS_NONFINITE, STATUS_STOPPED = range(5)
 
 
@@ -201,18 +201,19 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, settings, lr_scale, stat
                 tmp = perm[j]
                 perm[j] = perm[pick]
                 perm[pick] = tmp
-            loss, n, bad = loss_and_gradient_batch(
+            loss, n, n_bad = loss_and_gradient_batch(
                 logp_grad_batch, data, perm[:batch], settings.batch_scale, a, mu, zeta, eta, r, gauge,
                 c_floor, exact, work, comp, shape, grad_a, grad_mu, grad_zeta,
             )
         else:
-            loss, n, bad = loss_and_gradient(
+            loss, n, n_bad = loss_and_gradient(
                 logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exact, work, comp, shape,
                 grad_a, grad_mu, grad_zeta,
             )
         n_grad += n
-        if bad or not math.isfinite(loss):
-            # a draw where the density is NaN or -inf: a rejected step, at half the rate after it
+        if 2 * n_bad > eta.shape[0] * eta.shape[1] or not math.isfinite(loss):
+            # most draws where the density is NaN or -inf: a rejected step, at half the rate after it
+            # (fewer were left out of the step's estimates, and are counted in the trace)
             if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break
@@ -284,6 +285,7 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, settings, lr_scale, stat
         traces[t, 4] = _norm(grad_a)
         traces[t, 5] = _norm(grads[k : k + k * d])
         traces[t, 6] = _norm(grads[k + k * d :])
+        traces[t, 7] = n_bad
         done = t + 1
         control[C_PROGRESS] = done
         t += 1
