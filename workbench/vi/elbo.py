@@ -271,7 +271,7 @@ def loss_and_gradient(logp_grad, data, a, mu, zeta, eta, r, gauge, c_floor, exac
             _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
             lp = logp_grad(work[THETA], work[GRAD_P], data)
             n_grad += 1
-            if not math.isfinite(lp):  # left out of this step's estimates (the caller decides the step)
+            if not math.isfinite(lp):  # left out of the estimates (the caller decides whether to step)
                 n_bad += 1
                 continue
             loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)
@@ -294,7 +294,7 @@ def loss_and_gradient_batch(logp_grad_batch, data, rows, scale, a, mu, zeta, eta
             _draw_theta(shape[SIGMA, i], eta[i, s], mu[i], work[THETA])
             lp = logp_grad_batch(work[THETA], work[GRAD_P], data, rows, scale)
             n_grad += 1
-            if not math.isfinite(lp):  # left out of this step's estimates (the caller decides the step)
+            if not math.isfinite(lp):  # left out of the estimates (the caller decides whether to step)
                 n_bad += 1
                 continue
             loss += accumulate_draw(i, eta[i, s], lp, inv_s, mu, exact_entropy, work, comp, shape, grad_mu)

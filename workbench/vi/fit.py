@@ -211,9 +211,11 @@ def _fit(logp_grad, logp_grad_batch, data, params, rng, settings, lr_scale, stat
                 grad_a, grad_mu, grad_zeta,
             )
         n_grad += n
-        if 2 * n_bad > eta.shape[0] * eta.shape[1] or not math.isfinite(loss):
-            # most draws where the density is NaN or -inf: a rejected step, at half the rate after it
-            # (fewer were left out of the step's estimates, and are counted in the trace)
+        if not math.isfinite(loss) or 10 * n_bad > eta.shape[0] * eta.shape[1]:
+            # more than a tenth of the draws where the density is NaN or -inf: a rejected step, at
+            # half the rate after it (q is kept off that region); fewer are left out of the step's
+            # estimates and counted in the trace (a near-singular kernel matrix can fail at a few
+            # draws of every step, and rejecting each such step would end the fit at its start)
             if reject_step(rejections):
                 status = STATUS_NONFINITE
                 break

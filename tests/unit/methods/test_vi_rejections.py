@@ -20,10 +20,8 @@ def walled():
 ], ids=["MeanFieldVI", "NN4Post", "FullRankVI"])
 def test_a_minus_infinite_density_is_a_rejected_step_not_an_abort(walled, method):
     res = method.run(walled, seed=4)
-    # the draws did cross the wall (P(x0 > 1.5) = 0.07): a rejected step (FullRankVI), or, in NN4Post's
-    # fit, the draws left out of their step unless most of a step's draws were
-    assert res.info["rejected_steps"] + res.info.get("skipped_draws", 0) > 0
-    assert any("rejected" in m or "left out of their steps' estimates" in m for m in res.messages)
+    assert res.info["rejected_steps"] > 0  # the draws did cross the wall (P(x0 > 1.5) = 0.07)
+    assert any("rejected" in m for m in res.messages)
     assert res.info["steps"] >= 200  # the fit went on
     assert np.all(np.isfinite(res.approximation.mean))
 
@@ -53,8 +51,9 @@ def poisson_gp(centred: bool):
 @pytest.mark.parametrize("centred", [False, True], ids=["non-centred", "centred"])
 @pytest.mark.parametrize("n_components", [None, 3])
 def test_nn4post_runs_to_the_end_on_a_poisson_gp(centred, n_components):
-    """Draws where the density is NaN are left out of their step (and counted), not a rejection
-    of every step: NN4Post() on the non-centred form ended at iteration 0 before."""
+    """After a run of rejected steps (q's start puts mass where the factor fails) the step is taken
+    on the finite draws, the others counted: NN4Post() on the non-centred form ended at iteration 0
+    before (21 rejections in a row)."""
     settings = {} if n_components is None else {"n_components": n_components}
     res = wb.methods.NN4Post(draws=200, progress=False, **settings).run(poisson_gp(centred), seed=0,
                                                                        grad_budget=40_000)
