@@ -19,6 +19,8 @@ LOW_DIM = {
     "gaussian_correlated": lambda: T.gaussian(5, scales="logspace", correlation=0.6),
     "gaussian_anticorrelated": lambda: T.gaussian(4, correlation=-0.3),
     "gaussian_mixture": lambda: T.gaussian_mixture(3, n_components=3, seed=1),
+    "dense_mixture": lambda: T.dense_mixture(3, n_components=3, seed=1),
+    "dense_mixture_student_t": lambda: T.dense_mixture(3, n_components=2, family="student_t", df=5.0, seed=2),
     "funnel": lambda: T.funnel(4),
     "banana": lambda: T.banana(3),
     "linear_regression": lambda: T.linear_regression(n_data=50, dim=3),
@@ -228,7 +230,7 @@ def test_scaled_batches_are_unbiased(name):
 def test_available_lists_every_constructor_with_one_line():
     listed = T.available()
     assert set(listed) == {
-        "gaussian", "gaussian_mixture", "funnel", "banana",
+        "gaussian", "gaussian_mixture", "dense_mixture", "funnel", "banana",
         "linear_regression", "logistic_regression", "bnn", "eight_schools", "posterior", "rotated_gaussian",
     }
     for name, line in listed.items():
