@@ -117,8 +117,10 @@ def gradients_to_goal(run) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fmt_budget(x: float) -> str:
-    return "never" if not np.isfinite(x) else f"{x:.0e}".replace("e+0", "e")
+def _reached(row) -> str:
+    """Where a method first had every weight within the goal: "at 3e4 gradients" or "at no budget"."""
+    x = row["budget_to_goal"]
+    return "at no budget" if not np.isfinite(x) else "at " + f"{x:.0e}".replace("e+0", "e") + " gradients"
 
 
 def finding(run) -> str:
@@ -139,8 +141,7 @@ def finding(run) -> str:
         else:
             parts.append(f"on {target} the largest weight error at the largest budget is NN4Post "
                          f"{nn['weight_err_at_largest_budget']:.3f}, GMMVI {gm['weight_err_at_largest_budget']:.3f} "
-                         f"(within {GOAL_WEIGHT_ERR} first at {_fmt_budget(nn['budget_to_goal'])} and "
-                         f"{_fmt_budget(gm['budget_to_goal'])} gradients)")
+                         f"(every weight within {GOAL_WEIGHT_ERR}: NN4Post {_reached(nn)}, GMMVI {_reached(gm)})")
     single = goal[goal["method"].isin(["MeanFieldVI", "FullRankVI"])]
     if len(single):
         parts.append("a single Gaussian cannot: MeanFieldVI and FullRankVI end at a largest weight error of "
