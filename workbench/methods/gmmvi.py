@@ -208,8 +208,9 @@ class GMMVI(PSISResampled, Method):
                 # 1. the sample: reused draws, and new ones where the reused are too few
                 db.keep_newest(int(self.reuse_ratio * per) * state.size)
                 x_old, _, _, bg_old = db.sample()
+                old_terms = G.component_terms(x_old, state.means, state.chols)  # reused in step 2
                 if len(x_old):
-                    lw = G.component_terms(x_old, state.means, state.chols)[0] - bg_old[:, None]
+                    lw = old_terms[0] - bg_old[:, None]
                     w = np.exp(lw - lw.max(axis=0))
                     n_eff = np.floor(w.sum(axis=0) ** 2 / (w**2).sum(axis=0)).astype(int)
                 else:
@@ -230,8 +231,11 @@ class GMMVI(PSISResampled, Method):
                     continue
                 # 2. the components' natural-gradient steps
                 state.eps = improvement_step_sizes(state.eps, state.rewards, *EPS_RANGE)
-                log_q, grad_q, log_comp, prec_diff = G.mixture_log_density(x, state.log_weights, state.means,
-                                                                           state.chols)
+                # the kept draws come first, then this iteration's: only the new ones' terms are computed
+                new_terms = G.component_terms(x[len(x_old):], state.means, state.chols)
+                log_q, grad_q, log_comp, prec_diff = G.mixture_from_terms(
+                    np.concatenate([old_terms[0], new_terms[0]]), np.concatenate([old_terms[1], new_terms[1]], axis=1),
+                    state.log_weights)
                 grad_ratio = grad - grad_q
                 for k in range(state.size):
                     g, h = G.stein_estimates(log_comp[:, k], background, prec_diff[k], grad_ratio)

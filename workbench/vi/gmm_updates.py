@@ -64,7 +64,11 @@ def component_terms(x: np.ndarray, means: np.ndarray, chols: np.ndarray) -> tupl
 def mixture_log_density(x: np.ndarray, log_weights: np.ndarray, means: np.ndarray, chols: np.ndarray):
     """(log q(x) (n,), grad log q(x) (n, d), log N(x; mu_k, Sigma_k) (n, K), Sigma_k^-1 (x - mu_k)
     (K, n, d)) of the mixture q = sum_k w_k N(mu_k, Sigma_k)."""
-    log_dens, prec_diff = component_terms(x, means, chols)
+    return mixture_from_terms(*component_terms(x, means, chols), log_weights)
+
+
+def mixture_from_terms(log_dens: np.ndarray, prec_diff: np.ndarray, log_weights: np.ndarray):
+    """``mixture_log_density`` from the components' terms already computed (``component_terms``)."""
     joint = log_dens + log_weights
     log_q = row_logsumexp(joint)
     resp = np.exp(joint - log_q[:, None])  # (n, K): each component's responsibility
