@@ -147,8 +147,9 @@ def pareto_khat(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     from arviz_stats.base import array_stats
 
     finite = np.isfinite(log_w)
-    if finite.sum() < 20:  # PSIS fits a tail of 3 sqrt(n) draws: too few here to say anything
-        return log_w - logsumexp(log_w), math.nan
+    if finite.sum() < 20:  # PSIS fits a tail of 3 sqrt(n) draws: too few here to say anything,
+        # unless there were draws enough and most have zero weight: then the weights are degenerate
+        return log_w - logsumexp(log_w), math.inf if log_w.size >= 20 else math.nan
     try:
         # psislw is the LOO routine: its input is a log-likelihood, i.e. MINUS the log ratio
         smoothed, khat = array_stats.psislw(-log_w[finite])
@@ -157,8 +158,10 @@ def pareto_khat(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     out = np.full(log_w.shape, -np.inf)
     out[finite] = smoothed
     khat = float(khat)
-    if math.isnan(khat) and np.ptp(log_w[finite]) < 1e-12:
-        khat = -math.inf  # equal weights have no tail at all
+    if math.isnan(khat):
+        # equal weights have no tail at all; otherwise the tail's weights underflowed to zero
+        # beside the largest (log ratios hundreds of nats apart): too degenerate to fit, the worst case
+        khat = -math.inf if np.ptp(log_w[finite]) < 1e-12 else math.inf
     return out, khat
 
 
@@ -260,7 +263,8 @@ class ImportanceSampling(Method):
         ess = kish_ess(np.exp(log_w - log_w.max()))
         used = smoothed if self.psis else log_w
         if khat > 0.7:
-            messages.append(f"Pareto k-hat {khat:.2f} > 0.7: the importance weights are unreliable")
+            messages.append(f"Pareto k-hat {khat:.2f} > 0.7: the importance weights are unreliable "
+                            f"(their ESS is {ess:.3g} of {n_done:,} draws)")
         if self.resample is not None:
             idx = resample(used, n_done, rng, self.resample)
             draws, result_lw = x[idx][None], None

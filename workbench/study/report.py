@@ -20,6 +20,7 @@ import pandas as pd
 from ..references import REFERENCE_RUNS
 from .cells import target_label
 from .runner import page_folder
+from .verdict import verdict_html
 
 PACKAGES = ("workbench", "numba", "numpy", "scipy", "arviz", "matplotlib", "pandas")
 
@@ -51,6 +52,16 @@ class Page:
     figures: list[Figure] = field(default_factory=list)
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    headline: str = ""  # the answer in one sentence, for the index (default: the finding's first clause)
+
+
+def first_clause(text: str, limit: int = 220) -> str:
+    """The finding up to its first sentence or clause end, at most ``limit`` characters."""
+    cut = min((i for i in (text.find(". "), text.find("; ")) if i > 0), default=len(text))
+    out = text[:cut].rstrip(".")
+    if len(out) > limit:
+        out = out[:limit].rsplit(" ", 1)[0] + " …"
+    return out + "."
 
 
 def package_versions() -> dict[str, str]:
@@ -201,12 +212,25 @@ def render_study(run, page: Page) -> Path:
         "name": study.name,
         "title": study.title,
         "finding": page.finding,
+        "headline": page.headline or first_clause(page.finding),
         "mode": mode,
         **counts,
         "rendered": _dt.datetime.now().isoformat(timespec="seconds"),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return path
+
+
+def _verdict_section(out: Path, studies: dict) -> str:
+    """The verdict map from the accuracy study's table: the full grid's when it is complete,
+    else the quick grid's ("" when neither has run)."""
+    pages = studies.get("accuracy", {})
+    complete_full = "full" in pages and not pages["full"].get("missing")
+    mode = "full" if complete_full else "quick" if "quick" in pages else None
+    path = out / mode / "accuracy" / "table.csv" if mode else None
+    if path is None or not path.exists():
+        return ""
+    return verdict_html(pd.read_csv(path), link=f"{mode}/accuracy/index.html")
 
 
 def render_index(out: str | Path = "reports") -> Path:
@@ -236,13 +260,17 @@ def render_index(out: str | Path = "reports") -> Path:
         first = pages["full"] if complete_full or "quick" not in pages else pages["quick"]  # the finding shown
         links = " · ".join(f"<a href='{mode}/{html.escape(name)}/index.html'>{mode}</a> "
                            f"<span class='small'>({status(pages[mode])})</span>" for mode in ("quick", "full") if mode in pages)
-        items.append(f"<li><b>{html.escape(first['title'])}</b>: {links}<br>{text_html(first['finding'])}</li>")
+        headline = first.get("headline") or first_clause(first["finding"])
+        items.append(f"<li><b>{html.escape(first['title'])}</b>: {links}<br>{text_html(headline)}"
+                     f"<details><summary class='small'>the whole finding</summary>{text_html(first['finding'])}"
+                     "</details></li>")
     items = "\n".join(items)
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>workbench reports</title>"
         f"<style>{STYLE} li {{ margin-bottom: 1em; }}</style></head><body>"
         "<h1>workbench reports</h1><p>Bayesian inference methods side by side on shared targets: "
         "how accurate each is for how much work.</p>"
+        f"{_verdict_section(out, studies)}<h2>Studies</h2>"
         f"<ul>{items}</ul><p class='small'>Versions: "
         f"{html.escape(', '.join(f'{k} {v}' for k, v in package_versions().items()))}</p></body></html>"
     )

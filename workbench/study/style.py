@@ -50,6 +50,34 @@ _SPARE_COLOURS = ("#88CCEE", "#6699CC", "#4477AA", "#EE6677", "#CCBB44", "#AA337
 _SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
 
+# the families the index's verdict map and the legends group methods by
+FAMILIES = {
+    "MCMC": ("NUTS", "HMC", "MAMS", "MCLMC", "RandomWalkMH", "IndependenceMH"),
+    "VI": ("Laplace", "Pathfinder", "MeanFieldVI", "FullRankVI", "DADVI", "BatchAndMatch", "NN4Post", "GMMVI"),
+    "importance and SMC": ("ImportanceSampling", "RejectionSampling", "SMC"),
+}
+# light fills for table cells (dark text stays readable on them), one per family
+FAMILY_FILLS = {"MCMC": "#cfe3f5", "VI": "#d5efd9", "importance and SMC": "#fbe3cc", "other": "#eeeeee"}
+
+
+def base_method(label: str) -> str | None:
+    """The method a table label names ("NUTS (low_rank)" -> "NUTS", "IS" -> "ImportanceSampling"),
+    or None for a label that names none."""
+    if label in METHOD_STYLES:
+        return label
+    if label in ALIASES:
+        return ALIASES[label]
+    names = list(METHOD_STYLES) + list(ALIASES)
+    base = max((name for name in names if label.startswith(name)), key=len, default=None)
+    return None if base is None else ALIASES.get(base, base)
+
+
+def method_family(label: str) -> str:
+    """"MCMC", "VI", "importance and SMC", or "other" (Exact, a label that names no method)."""
+    base = base_method(label)
+    return next((family for family, names in FAMILIES.items() if base in names), "other")
+
+
 def _stable_index(text: str, n: int) -> int:
     return zlib.crc32(text.encode()) % n  # Python's hash() changes between processes
 
@@ -58,11 +86,10 @@ def method_style(label: str) -> Style:
     """The style of a table's method label (a method name, or a variant of one)."""
     if label in METHOD_STYLES or label in ALIASES:
         return METHOD_STYLES[ALIASES.get(label, label)]
-    names = list(METHOD_STYLES) + list(ALIASES)
-    base = max((name for name in names if label.startswith(name)), key=len, default=None)
+    base = base_method(label)
     marker = _SPARE_MARKERS[_stable_index(label, len(_SPARE_MARKERS))]
     if base is not None:
-        return Style(METHOD_STYLES[ALIASES.get(base, base)].colour, marker, "--")
+        return Style(METHOD_STYLES[base].colour, marker, "--")
     return Style(_SPARE_COLOURS[_stable_index(label, len(_SPARE_COLOURS))], marker)
 
 

@@ -152,3 +152,24 @@ def test_the_wide_default_proposal_works_without_settings():
     assert res.settings["proposal"].startswith("default")
     assert abs(res.log_z - t.truth.log_z) < 4 * res.log_z_se
     assert wb.metrics.evaluate(res, t)["mean_err_max"] < 0.1
+
+
+def test_weights_too_degenerate_for_a_tail_fit_get_the_worst_khat():
+    """Log ratios hundreds of nats apart leave every tail weight at zero beside the largest:
+    ArviZ's fit returns NaN there, which must read as the worst k-hat, not as no warning."""
+    from workbench.methods.importance import pareto_khat
+
+    rng = np.random.default_rng(0)
+    assert pareto_khat(np.r_[0.0, -800.0 + rng.normal(0, 1, 9999)])[1] == math.inf
+    assert pareto_khat(np.r_[0.0, np.full(999, -np.inf)])[1] == math.inf  # one draw of 1,000 has weight
+    assert pareto_khat(np.zeros(500))[1] == -math.inf  # equal weights: no tail
+    assert math.isnan(pareto_khat(rng.normal(size=10))[1])  # too few draws to say
+
+
+def test_importance_sampling_says_so_when_one_draw_carries_all_the_weight():
+    """A 16-d BNN posterior is far narrower than the wide Student-t proposal: one draw of
+    10,000 carries the weight. The run must say so (its k-hat is the worst), not return calmly."""
+    t = wb.targets.bnn(n_data=40, widths=[5])
+    r = wb.methods.ImportanceSampling().run(t, seed=0, grad_budget=10_000)
+    assert r.info["ess"] < 2 and r.info["pareto_k"] == math.inf
+    assert any(m.startswith("Pareto k-hat inf") for m in r.messages)
