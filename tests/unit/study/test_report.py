@@ -52,3 +52,20 @@ def test_settings_are_shown_short():
     assert _setting_text(0.30000000000000004) == "0.3"
     assert _setting_text(list(range(10))) == "[0, 1, 2, …, 8, 9]"
     assert _setting_text({"means": [[0.123456789] * 10] * 5}) == "{means: (5 x 10 array)}"
+
+
+def test_the_index_opens_with_the_verdict_map_and_one_sentence_per_study(tmp_path):
+    """The accuracy study's table becomes the verdict map at the top of the index; each study
+    is one sentence there (its headline, or its finding's first clause), the rest folded."""
+    import dataclasses
+
+    from workbench.study import render_index
+    from workbench.study.report import first_clause
+
+    study = dataclasses.replace(TINY, name="accuracy")
+    run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    index = render_index(tmp_path).read_text()
+    assert index.index("Verdict map") < index.index("<h2>Studies</h2>")
+    assert "href='quick/accuracy/index.html'" in index and "<details>" in index
+    assert first_clause("A is best; B is next. C.") == "A is best."
+    assert first_clause("x " * 300).endswith(" ….") and len(first_clause("x " * 300)) < 230

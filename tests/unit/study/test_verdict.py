@@ -1,0 +1,58 @@
+"""The index's verdict map: the most accurate healthy method per target and budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.study.style import FAMILY_FILLS
+from workbench.study.verdict import verdict_html, verdict_table
+
+
+def _table():
+    rows = []
+
+    def add(target, budget, method, w1, health="ok", seeds=(0, 1), status="ok"):
+        for seed in seeds:
+            rows.append({"target": target, "grad_budget": budget, "method": method, "seed": seed,
+                         "w1_mean": w1 * (1 + 0.1 * seed), "health": health, "status": status})
+
+    add("g", 1e4, "NUTS", 0.10)
+    add("g", 1e4, "MeanFieldVI", 0.04, health="not converged")  # closer, but flagged
+    add("g", 1e4, "Exact", 0.001)                                  # the floor, never a verdict
+    add("g", 1e5, "NUTS", 0.02)
+    add("g", 1e5, "SMC", 0.01, health="ok")
+    add("g", 1e5, "SMC (rwm)", 0.005, status="error")              # a failed run is no verdict
+    add("f", 1e5, "HMC", 0.3, health="divergences")
+    rows.append({"target": "f", "grad_budget": 1e5, "method": "IS", "seed": 0, "w1_mean": 0.01,
+                 "health": "ok", "status": "ok"})
+    rows.append({"target": "f", "grad_budget": 1e5, "method": "IS", "seed": 1, "w1_mean": 0.01,
+                 "health": "Pareto k-hat", "status": "ok"})           # one flagged seed: not healthy
+    add("l", np.nan, "Laplace", 0.02)                                 # no budget: not in the map
+    return pd.DataFrame(rows)
+
+
+def test_the_verdict_is_the_best_healthy_method_per_target_and_budget():
+    v = verdict_table(_table()).set_index(["target", "grad_budget"])
+    assert list(v.index) == [("g", 10_000), ("g", 100_000), ("f", 100_000)]  # table order, budgets ascending
+    g4 = v.loc[("g", 10_000)]
+    assert g4["method"] == "NUTS" and g4["family"] == "MCMC" and g4["score"] == pytest.approx(0.105)
+    assert g4["closest"] == "MeanFieldVI" and g4["healthy_methods"] == 1
+    g5 = v.loc[("g", 100_000)]
+    assert g5["method"] == "SMC" and g5["family"] == "importance and SMC" and g5["runner_up"] == "NUTS"
+    f = v.loc[("f", 100_000)]
+    assert f["method"] == "" and f["healthy_methods"] == 0
+
+
+def test_the_map_colours_cells_by_family_and_names_a_closer_flagged_run():
+    page = verdict_html(_table(), link="quick/accuracy/index.html")
+    assert "href='quick/accuracy/index.html'" in page
+    assert FAMILY_FILLS["MCMC"] in page and FAMILY_FILLS["importance and SMC"] in page
+    assert "closer but flagged: MeanFieldVI" in page and "no healthy run" in page
+    assert "Exact" not in page and "Laplace" not in page
+
+
+def test_a_table_without_the_columns_is_named():
+    with pytest.raises(ValueError, match="w1_mean"):
+        verdict_table(pd.DataFrame({"target": ["a"], "method": ["NUTS"]}))
