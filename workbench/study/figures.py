@@ -19,11 +19,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
 
 from .cells import build_target
-from .style import TRUTH_COLOUR, method_colours, method_styles
+from .style import FAMILIES, TRUTH_COLOUR, method_colours, method_family, method_styles
 
 
 def _save(fig, folder: Path, file: str) -> str:
@@ -68,9 +69,30 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines() if not h.get_label().startswith("_")}
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     # above the panels whatever its number of rows (the saved figure grows to hold it)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)), fontsize=8,
-               bbox_to_anchor=(0.5, 0.96))
+    legend_by_family(fig, handles, loc="lower center", bbox_to_anchor=(0.5, 0.96))
     return _save(fig, folder, file)
+
+
+def legend_by_family(fig, handles: dict, fontsize: float = 8, **kwargs):
+    """A figure legend with one column per method family (MCMC, VI, importance and SMC, then
+    the rest), each headed by its name: a panel of 19 methods reads by family first."""
+    groups: dict[str, list[str]] = {}
+    for label in handles:
+        groups.setdefault(method_family(label), []).append(label)
+    order = [f for f in (*FAMILIES, "other") if f in groups]
+    rows = max(len(groups[f]) for f in order) + 1
+    blank = Line2D([], [], linestyle="none")
+    entries, headers = [], []
+    for family in order:  # matplotlib fills a legend column by column: pad each family to full height
+        headers.append(len(entries))
+        entries.append((blank, family if family != "other" else ""))
+        entries += [(handles[label], label) for label in groups[family]]
+        entries += [(blank, "")] * (rows - 1 - len(groups[family]))
+    legend = fig.legend([h for h, _ in entries], [t for _, t in entries], ncol=len(order), fontsize=fontsize,
+                        handlelength=2.2, columnspacing=1.5, **kwargs)
+    for k in headers:
+        legend.get_texts()[k].set_fontweight("bold")
+    return legend
 
 
 def plotted_label(label: str, arrays: dict) -> str:

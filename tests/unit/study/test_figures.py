@@ -159,3 +159,20 @@ def test_variants_of_a_method_get_its_colour_and_bars_a_hatch_each(tmp_path, mon
     assert hatches["NUTS"] is None and None not in (hatches["NUTS (low_rank)"], hatches["NUTS (dense)"])
     assert hatches["NUTS (low_rank)"] != hatches["NUTS (dense)"]
     assert set(colours.values()) == {METHOD_STYLES["NUTS"].colour.lower()}
+
+
+def test_the_legend_has_a_column_per_family_headed_by_its_name():
+    import matplotlib.pyplot as plt
+
+    from workbench.study.figures import legend_by_family
+
+    fig, ax = plt.subplots()
+    labels = ["NUTS", "SMC", "MeanFieldVI", "NUTS (low_rank)", "Exact (i.i.d. draws)", "NN4Post", "IS"]
+    handles = {label: ax.plot([0, 1], [0, 1], label=label)[0] for label in labels}
+    legend = legend_by_family(fig, handles)
+    texts = [t.get_text() for t in legend.get_texts()]
+    # column by column, each padded to the tallest family (3 rows: a header and two methods)
+    assert texts == ["MCMC", "NUTS", "NUTS (low_rank)", "VI", "MeanFieldVI", "NN4Post",
+                     "importance and SMC", "SMC", "IS", "", "Exact (i.i.d. draws)", ""]
+    assert legend.get_texts()[0].get_fontweight() == "bold" and legend._ncols == 4
+    plt.close(fig)
