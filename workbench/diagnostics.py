@@ -177,7 +177,8 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
 # from result.messages (VI, importance sampling and SMC word their own k-hat, convergence and
 # tempering warnings)
 FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged",
-         "ladder incomplete", "NaN density", "density raised", "far from the answer", "funnel")
+         "ladder incomplete", "NaN density", "density raised", "far from the answer", "funnel",
+         "weights move the mean", "paths disagree")
 
 
 def health_messages(diag: ChainDiagnostics) -> list[str]:

@@ -61,3 +61,21 @@ def test_a_funnel_is_only_suspected_while_the_fit_has_not_converged():
     ordered = not_converged_first(["status", "Pareto k-hat 0.9", "not converged: rising", "funnel"])
     assert ordered == ["not converged: rising", "status", "Pareto k-hat 0.9", "funnel"]
 
+
+
+def test_the_weights_mean_shift_estimates_q_s_offset_in_its_sds():
+    """q = N(0, 1), p = N(0.5, 1) in the first coordinate (the second exact): the Pareto-smoothed
+    weights p / q move the first mean by 0.5 of q's sd and the second by nothing, within Monte
+    Carlo error; the message names the first and only when k-hat lets the weights be trusted."""
+    from workbench.methods.vi_health import MEAN_SHIFT_FLAG, mean_shift_message, weighted_mean_shift
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4000, 2))
+    log_r = -0.5 * (x[:, 0] - 0.5) ** 2 + 0.5 * x[:, 0] ** 2  # log p - log q, up to a constant
+    shift = weighted_mean_shift(x, log_r)
+    tol = 5 / np.sqrt(4000 / np.exp(0.25))  # 5 x the weighted mean's error, sd / sqrt(ESS), ESS = n e^-0.25
+    assert abs(shift[0] - 0.5) < tol and abs(shift[1]) < tol
+    (message,) = mean_shift_message(shift, ("a", "b"), khat=0.3)
+    assert message.startswith("weights move the mean") and " a " in message
+    assert mean_shift_message(shift, ("a", "b"), khat=0.9) == []  # above 0.7 the k-hat warning says more
+    assert mean_shift_message(np.array([MEAN_SHIFT_FLAG / 2, 0.0]), ("a", "b"), khat=0.3) == []
