@@ -14,13 +14,22 @@ def quick_study(tmp_path_factory):
     into one shared output folder and cache (so reference posteriors are computed once)."""
     from workbench.study import load_study, make_executor, run_and_report
 
+    import dataclasses
+
+    from tests.study_fixtures import smallest_budgets
+
     out = tmp_path_factory.mktemp("quick_reports")
     done = {}
     with make_executor("local") as pool:  # one pool for every study, as `make report` runs them
 
-        def run(name):
+        def run(name, smoke=False):
+            """``smoke``: only the quick grid's smallest budget (enough to draw every figure and
+            table of the page); a study whose findings a test checks runs its whole quick grid."""
             if name not in done:
-                done[name] = run_and_report(load_study(name), quick=True, out=out, progress=False, executor=pool)
+                study = load_study(name)
+                if smoke:
+                    study = dataclasses.replace(study, grid=lambda quick, grid=study.grid: smallest_budgets(grid(quick)))
+                done[name] = run_and_report(study, quick=True, out=out, progress=False, executor=pool)
             return done[name]
 
         yield run

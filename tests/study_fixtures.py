@@ -14,6 +14,16 @@ GAUSS = {"factory": "gaussian", "dim": 2}
 QUIET = {"progress": False}
 
 
+def smallest_budgets(cells: list[Cell]) -> list[Cell]:
+    """The cells of a grid at each target's smallest gradient budget, and those without one."""
+    smallest = {}
+    for cell in cells:
+        if cell.grad_budget is not None:
+            key = str(cell.target)
+            smallest[key] = min(smallest.get(key, cell.grad_budget), cell.grad_budget)
+    return [c for c in cells if c.grad_budget is None or c.grad_budget == smallest[str(c.target)]]
+
+
 def tiny_grid(quick: bool) -> list[Cell]:
     methods = [
         ("Exact", {"method": "Exact", "chains": 2, "draws": 200}, None),
