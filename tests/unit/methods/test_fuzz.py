@@ -53,3 +53,31 @@ def test_random_settings_give_a_clear_error_or_an_honest_result(counted, name, f
     assert res.cost.grad_evals == calls == res.cost.logp_evals
     if name not in NO_BUDGET:
         assert calls <= 1.02 * budget
+
+
+def _calm_wrong_answer_cases():
+    """Runs measured to end far from the posterior (the error against a long NUTS run, or an
+    importance ESS of 1): each must carry a health flag, never return calmly."""
+    import workbench as wb
+    from tests.unit.methods.test_pathfinder import _log_log_regression
+
+    return [
+        # one draw of 10,000 carries the weight (k-hat was NaN and silent)
+        ("ImportanceSampling", lambda: wb.targets.bnn(n_data=40, widths=[5]), {}, 10_000),
+        # the Gaussian at the joint mode, 0.9 sd below log sigma's mean, k-hat 0.36-0.65
+        ("Pathfinder", _log_log_regression, {}, None),
+        # four paths at different optima of a funnel, the draws 0.58 sd off, k-hat 0.56
+        ("Pathfinder", lambda: wb.targets.posterior("eight_schools_noncentered"), {"paths": 4}, None),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_a_run_known_to_be_far_off_says_so(case):
+    import workbench as wb
+    from workbench.diagnostics import health_flags
+
+    name, make, settings, budget = _calm_wrong_answer_cases()[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = getattr(wb.methods, name)(**settings).run(make(), seed=0 if case != 1 else 1, grad_budget=budget)
+    assert health_flags(res.messages) != "ok", res.messages
