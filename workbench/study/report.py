@@ -215,6 +215,7 @@ def render_study(run, page: Page) -> Path:
         "headline": page.headline or first_clause(page.finding),
         "mode": mode,
         **counts,
+        "seconds": round(float(run.seconds), 1),  # this run's wall time (cached cells cost nothing)
         "rendered": _dt.datetime.now().isoformat(timespec="seconds"),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
@@ -252,6 +253,8 @@ def render_index(out: str | Path = "reports") -> Path:
             text += f", {s['failed']} failed"
         if s.get("missing"):
             text += f", <b>{s['missing']} not run yet</b>"
+        if "seconds" in s:
+            text += f"; {s['seconds']:.0f} s"
         return text
 
     items = []

@@ -16,6 +16,9 @@ def test_a_report_page_and_the_index(tmp_path):
     index = (tmp_path / "index.html").read_text()
     assert "href='quick/tiny/index.html'" in index and "A tiny study" in index and "6 cells ran." in index
     assert "6 cells: 6 ran" in index  # which cells of each grid exist
+    import re
+
+    assert re.search(r"6 cells: 6 ran; \d+ s", index)  # and how long the study took
 
 
 def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
