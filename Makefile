@@ -3,6 +3,7 @@
 #   make test     set up .venv (if missing or out of date) and run the whole test suite
 #   make test-fast   the same without the slow statistical checks
 #   make readme-figure  redraw docs/accuracy_w1_vs_cost.png (the README's figure) from the current code
+#   make check-pages load every report page in headless Chromium at 1,280 and 800 px: nothing may run off the screen
 #   make clean-cache drop Numba's compiled caches (after editing the library)
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +14,7 @@ PYTEST_ARGS ?=
 REPORT_STUDIES ?= accuracy calibration performance frontier marginalization dimension_scaling nn4post_ablation mixture_vi theorem1 minibatch evidence
 REPORT_ARGS ?= --quick
 
-.PHONY: report readme-figure test test-fast check-python clean clean-cache
+.PHONY: report readme-figure test test-fast check-pages check-python clean clean-cache
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' || { \
@@ -43,6 +44,9 @@ readme-figure: $(STAMP)
 # under pytest-xdist on 2 cores they contend (measured: 26-31 min against 22 for one process)
 test: $(STAMP)
 	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+
+check-pages: $(STAMP)
+	$(PY) scripts/check_pages.py reports
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

@@ -72,3 +72,44 @@ def test_the_index_opens_with_the_verdict_map_and_one_sentence_per_study(tmp_pat
     assert "href='quick/accuracy/index.html'" in index and "<details>" in index
     assert first_clause("A is best; B is next. C.") == "A is best."
     assert first_clause("x " * 300).endswith(" ….") and len(first_clause("x " * 300)) < 230
+
+
+def test_pages_keep_wide_tables_in_their_own_scroll_box_and_figures_in_the_column(tmp_path):
+    """What can be checked without a browser (``scripts/check_pages.py`` checks the laid-out
+    pages in headless Chromium at 1,280 and 800 px): every table of a page, however many
+    columns it has, sits in a horizontally scrolling box; figures are scaled to the column."""
+    import re
+
+    import pandas as pd
+
+    from workbench.study.report import STYLE
+
+    wide = pd.DataFrame({f"a long column name {k}": [1.0, 2.0] for k in range(40)})
+
+    def report(run, folder):
+        page = TINY.report(run, folder)
+        page.tables.append(("forty columns", wide))
+        return page
+
+    import dataclasses
+
+    run, page = run_and_report(dataclasses.replace(TINY, report=report), quick=True, executor="serial",
+                               out=tmp_path, progress=False)
+    text = page.read_text()
+    tables = [m.start() for m in re.finditer("<table", text)]
+    assert len(tables) == 3  # the study's cells, the forty columns, the settings
+    for start in tables:
+        assert text[:start].rstrip().endswith("<div class='scroll'>"), text[start - 80:start]
+    assert re.search(r"\.scroll \{ overflow-x: auto", STYLE) and "figure img { max-width: 100%" in STYLE
+    assert "max-width: 1100px" in STYLE  # the column
+
+
+def test_the_page_check_script_says_when_there_is_nothing_to_check(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "scripts" / "check_pages.py"
+    spec = importlib.util.spec_from_file_location("check_pages", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main([str(tmp_path)]) == 1 and "run `make report` first" in capsys.readouterr().out
