@@ -42,7 +42,8 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
     styles = method_styles(table["method"])
     cols = min(3, len(targets))
     rows = -(-len(targets) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    single = len(targets) == 1  # one panel: wider, its legend beside it in one column
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5, 4.0) if single else (4.2 * cols, 3.3 * rows), squeeze=False)
     for ax, target in zip(axes.flat, targets):
         sub = ok[ok["target"] == target]
         floor = sub[sub["method"] == "Exact"][metric]
@@ -67,15 +68,20 @@ def error_vs_cost(table: pd.DataFrame, metric: str, folder, file: str, ylabel: s
         ax.axis("off")
     # methods only: unlabelled lines (a threshold) carry matplotlib's "_child" names
     handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines() if not h.get_label().startswith("_")}
+    if single:
+        fig.tight_layout()
+        legend_by_family(fig, handles, one_column=True, loc="center left", bbox_to_anchor=(0.99, 0.5))
+        return _save(fig, folder, file)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     # above the panels whatever its number of rows (the saved figure grows to hold it)
     legend_by_family(fig, handles, loc="lower center", bbox_to_anchor=(0.5, 0.96))
     return _save(fig, folder, file)
 
 
-def legend_by_family(fig, handles: dict, fontsize: float = 8, **kwargs):
+def legend_by_family(fig, handles: dict, fontsize: float = 8, one_column: bool = False, **kwargs):
     """A figure legend with one column per method family (MCMC, VI, importance and SMC, then
-    the rest), each headed by its name: a panel of 19 methods reads by family first."""
+    the rest), each headed by its name: a panel of 19 methods reads by family first. With
+    ``one_column`` the families follow each other down one column (a legend beside a panel)."""
     groups: dict[str, list[str]] = {}
     for label in handles:
         groups.setdefault(method_family(label), []).append(label)
@@ -87,9 +93,10 @@ def legend_by_family(fig, handles: dict, fontsize: float = 8, **kwargs):
         headers.append(len(entries))
         entries.append((blank, family if family != "other" else ""))
         entries += [(handles[label], label) for label in groups[family]]
-        entries += [(blank, "")] * (rows - 1 - len(groups[family]))
-    legend = fig.legend([h for h, _ in entries], [t for _, t in entries], ncol=len(order), fontsize=fontsize,
-                        handlelength=2.2, columnspacing=1.5, **kwargs)
+        if not one_column:
+            entries += [(blank, "")] * (rows - 1 - len(groups[family]))
+    legend = fig.legend([h for h, _ in entries], [t for _, t in entries], ncol=1 if one_column else len(order),
+                        fontsize=fontsize, handlelength=2.2, columnspacing=1.5, **kwargs)
     for k in headers:
         legend.get_texts()[k].set_fontweight("bold")
     return legend

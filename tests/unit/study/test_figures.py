@@ -175,4 +175,8 @@ def test_the_legend_has_a_column_per_family_headed_by_its_name():
     assert texts == ["MCMC", "NUTS", "NUTS (low_rank)", "VI", "MeanFieldVI", "NN4Post",
                      "importance and SMC", "SMC", "IS", "", "Exact (i.i.d. draws)", ""]
     assert legend.get_texts()[0].get_fontweight() == "bold" and legend._ncols == 4
+    beside = legend_by_family(fig, handles, one_column=True)  # one panel: the families down one column
+    assert [t.get_text() for t in beside.get_texts()] == [
+        "MCMC", "NUTS", "NUTS (low_rank)", "VI", "MeanFieldVI", "NN4Post", "importance and SMC", "SMC", "IS",
+        "", "Exact (i.i.d. draws)"] and beside._ncols == 1
     plt.close(fig)
