@@ -125,7 +125,9 @@ def test_a_reference_of_the_wrong_dimension_is_refused():
 
 def test_one_run_has_no_standard_error_and_says_so():
     res = wb.methods.SMC(particles=200, runs=1, progress=False).run(GAUSS, seed=0)
-    assert res.log_z_se is None and math.isfinite(res.log_z)
+    # one run: its genealogy's standard error (there is no spread of runs)
+    assert math.isfinite(res.log_z) and res.log_z_se > 0 and math.isnan(res.info["log_z_se_parts"]["runs_spread"])
+    assert res.log_z_se == res.info["log_z_se_parts"]["genealogy"]
     assert any("no standard error" in m for m in res.messages)
 
 
@@ -180,3 +182,30 @@ def test_extra_moves_run_until_the_particles_forget_their_start_and_stop_at_the_
     res = wb.methods.SMC(runs=1, particles=500, max_mcmc_steps=12, progress=False).run(mixture, seed=0)
     assert res.stats["moves"].max() == 12 and res.stats["moves"][-1] == 12
     assert np.all((res.stats["moves"] == 12) | (res.stats["correlation"] < 0.1))
+
+
+def test_the_genealogy_variance_is_importance_samplings_without_resampling_and_one_when_degenerate():
+    """Lee and Whiteley's estimator: with no resampling and weights W, (N sum W^2 - 1) / (N - 1),
+    the unbiased relative variance of importance sampling's Z-hat; equal weights, 0; every
+    particle descended from one start particle, 1 (no information left)."""
+    from workbench.methods.smc import eve_relative_variance
+
+    rng = np.random.default_rng(0)
+    log_w = rng.normal(size=500)
+    w = np.exp(log_w) / np.exp(log_w).sum()
+    n = w.size
+    assert eve_relative_variance(np.arange(n), log_w, 0) == pytest.approx((n * (w @ w) - 1) / (n - 1))
+    assert eve_relative_variance(np.arange(n), np.zeros(n), 0) == pytest.approx(0.0, abs=1e-12)
+    assert eve_relative_variance(np.zeros(n, dtype=int), np.zeros(n), 7) == pytest.approx(1.0)
+
+
+def test_the_standard_error_of_log_z_is_the_larger_of_the_runs_spread_and_their_genealogy():
+    from workbench.methods.importance import log_evidence
+    from workbench.methods.smc import _evidence_and_error
+
+    agree = np.array([-3.0, -3.001, -2.999, -3.0])  # four runs that happen to agree
+    log_z, se, parts = _evidence_and_error(agree, np.full(4, 0.01))
+    assert log_z == pytest.approx(log_evidence(agree)[0])
+    assert se == parts["genealogy"] == pytest.approx(0.1 / 2, rel=1e-3)  # sqrt(0.01 / 4): the floor
+    spread = np.array([-3.0, -2.5, -3.4, -2.8])
+    assert _evidence_and_error(spread, np.full(4, 0.01))[1] == pytest.approx(log_evidence(spread)[1])
