@@ -20,6 +20,7 @@ import pandas as pd
 from workbench.study import Cell, Figure, Page, Study, main_for, target_label
 from workbench.study import figures as F
 from workbench.study.panel import CHAINS, method_panel
+from workbench.study.verdict import verdict_headline
 
 TARGETS = [
     ("gaussian d=10", {"factory": "gaussian", "dim": 10, "scales": "logspace"}),
@@ -240,6 +241,7 @@ def report(run, folder) -> Page:
     summary["truth"] = groups["truth"].first()
     summary = summary.reset_index()
     return Page(
+        headline=verdict_headline(table),
         finding=_finding(table),
         figures=figures,
         tables=[("Median over seeds" if n_seeds > 1 else "Per budget (one seed)", summary), ("Every cell", table[cols])],

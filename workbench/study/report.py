@@ -32,7 +32,7 @@ h1 { margin-bottom: 0.2em; } .finding { font-size: 1.15em; background: #eef5ff; 
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; } th { background: #f3f3f3; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: 0.95em; } code, pre { background: #f6f6f6; padding: 2px 4px; }
-.small { color: #666; font-size: 0.85em; }
+.small { color: #666; font-size: 0.85em; } .headline { font-size: 1.3em; font-weight: 600; margin: 0.4em 0; }
 """
 
 
@@ -146,6 +146,7 @@ def render_study(run, page: Page) -> Path:
         f"<title>{html.escape(study.title)}</title><style>{STYLE}</style></head><body>",
         "<p class='small'><a href='../../index.html'>&larr; all studies</a></p>",
         f"<h1>{html.escape(study.title)} <span class='small'>({mode} grid)</span></h1>",
+        *([f"<p class='headline'>{text_html(page.headline)}</p>"] if page.headline else []),
         f"<p class='finding'><b>Finding.</b> {text_html(page.finding)}</p>",
     ]
     counts = cell_counts(run.table)

@@ -88,3 +88,16 @@ def verdict_html(table: pd.DataFrame, link: str = "", score: str = SCORE) -> str
         f"it is named below. Families: {key}.</p>"
         f"<div class='scroll'><table><tr><th>target \\ gradients</th>{head}</tr>{''.join(body)}</table></div>"
     )
+
+
+def verdict_headline(table: pd.DataFrame, score: str = SCORE) -> str:
+    """One sentence from the map at the largest budget: which methods won how many targets."""
+    verdict = verdict_table(table, score)
+    if verdict.empty:
+        return ""
+    top = verdict[verdict["grad_budget"] == verdict["grad_budget"].max()]
+    wins = top.loc[top["method"] != "", "method"].value_counts()
+    none = int((top["method"] == "").sum())
+    text = (f"At {int(top['grad_budget'].iloc[0]):,} gradients the most accurate healthy method is "
+            + ", ".join(f"{m} on {n}" for m, n in wins.items()) + f" of {len(top)} targets")
+    return text + (f"; on {none} no run was healthy." if none else ".")

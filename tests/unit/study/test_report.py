@@ -65,11 +65,19 @@ def test_the_index_opens_with_the_verdict_map_and_one_sentence_per_study(tmp_pat
     from workbench.study import render_index
     from workbench.study.report import first_clause
 
-    study = dataclasses.replace(TINY, name="accuracy")
-    run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    def report(run, folder):
+        page = TINY.report(run, folder)
+        page.headline = "NUTS wins everywhere."
+        return page
+
+    study = dataclasses.replace(TINY, name="accuracy", report=report)
+    _, page = run_and_report(study, quick=True, executor="serial", out=tmp_path, progress=False)
+    text = page.read_text()
+    assert text.index("<p class='headline'>NUTS wins everywhere.</p>") < text.index("Finding.")  # the answer first
     index = render_index(tmp_path).read_text()
     assert index.index("Verdict map") < index.index("<h2>Studies</h2>")
     assert "href='quick/accuracy/index.html'" in index and "<details>" in index
+    assert "NUTS wins everywhere." in index  # the headline is the index's sentence
     assert first_clause("A is best; B is next. C.") == "A is best."
     assert first_clause("x " * 300).endswith(" ….") and len(first_clause("x " * 300)) < 230
 

@@ -56,3 +56,10 @@ def test_the_map_colours_cells_by_family_and_names_a_closer_flagged_run():
 def test_a_table_without_the_columns_is_named():
     with pytest.raises(ValueError, match="w1_mean"):
         verdict_table(pd.DataFrame({"target": ["a"], "method": ["NUTS"]}))
+
+
+def test_the_headline_counts_the_wins_at_the_largest_budget():
+    from workbench.study.verdict import verdict_headline
+
+    assert verdict_headline(_table()) == ("At 100,000 gradients the most accurate healthy method is SMC on 1 of 2 "
+                                          "targets; on 1 no run was healthy.")
