@@ -178,7 +178,7 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
 # tempering warnings)
 FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged",
          "ladder incomplete", "NaN density", "density raised", "far from the answer", "funnel",
-         "weights move the mean", "paths disagree")
+         "weights move the mean", "paths disagree", "interrupted")
 
 
 def health_messages(diag: ChainDiagnostics) -> list[str]:

@@ -7,6 +7,7 @@ always present; a metric that does not apply is NaN:
 key                    meaning
 =====================  ================================================================
 n_draws                pooled draws (all chains)
+partial                True when the run was interrupted (Ctrl-C): every estimate is of a partial run
 grad_evals, ...        the result's cost: grad_evals, logp_evals, wall_seconds, compile_seconds
 mean_err_max / _mean   |mean_hat - mean| / sd, max and mean over coordinates (sd units)
 sd_err_max / _mean     |sd_hat / sd - 1|, max and mean over coordinates (relative)
@@ -62,6 +63,7 @@ reference gets a ``fit_warning`` in its row (flag "far from the answer" in the h
 
 METRIC_KEYS = (
     "n_draws",
+    "partial",
     "grad_evals",
     "logp_evals",
     "wall_seconds",
@@ -147,6 +149,7 @@ def evaluate(
     x = result.flat_draws()
     w = result.weights()
     row["n_draws"] = x.shape[0]
+    row["partial"] = bool(result.interrupted)  # the health column says "interrupted" too
     for key in ("grad_evals", "logp_evals", "wall_seconds", "compile_seconds"):
         row[key] = getattr(result.cost, key)
     if x.shape[0] == 0:  # e.g. a budget spent in warmup: nothing to score, every metric NaN

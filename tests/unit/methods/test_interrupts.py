@@ -59,6 +59,12 @@ def test_ctrl_c_stops_the_run_and_keeps_what_it_made(name, ctrl_c_raises):
     assert time.perf_counter() - start < 10.0
     assert res.interrupted
     assert any("nterrupted" in m for m in res.messages)
+    # the same rule for every method: a partial run says so in its health column
+    from workbench.diagnostics import health_flags
+
+    assert "interrupted" in health_flags(res.messages), res.messages
+    if res.draws.size:  # and the metrics mark its estimates as partial
+        assert wb.metrics.evaluate(res, slow, reference=False)["partial"] is True
 
 
 class _ProposalInterruptedWhileDrawn(wb.approximations.Gaussian):
