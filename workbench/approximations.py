@@ -187,6 +187,15 @@ class StudentT(Gaussian):
         return f"StudentT(dim={self.dim}, df={self.df:g})"
 
 
+def _mixture_weights(weights: np.ndarray) -> np.ndarray:
+    """A mixture's weights, checked (finite, non-negative, not all zero) and normalised."""
+    if not np.all(np.isfinite(weights)):
+        raise ValueError(f"weights of a mixture must be finite, got {weights}")
+    if np.any(weights < 0) or not weights.sum() > 0:
+        raise ValueError(f"weights of a mixture must be non-negative and not all zero, got {weights}")
+    return weights / weights.sum()
+
+
 class GaussianMixture:
     """sum_i w_i prod_alpha N(x_alpha; mu_i_alpha, s_i_alpha): the nn4post approximation (eq. 1).
 
@@ -202,14 +211,11 @@ class GaussianMixture:
         k = self.weights.size
         if self.means.shape[0] != k or self.scales.shape != self.means.shape:
             raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, scales {self.scales.shape} disagree")
-        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.scales))):
+        if not (np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.scales))):
             raise ValueError("weights, means and scales of a mixture must be finite (they hold NaN or inf)")
-        if np.any(self.scales <= 0) or np.any(self.weights < 0):
-            raise ValueError(f"scales must be positive and weights non-negative, got weights {self.weights} and "
-                             f"scales from {self.scales.min():.3g} to {self.scales.max():.3g}")
-        if not self.weights.sum() > 0:
-            raise ValueError(f"weights of a mixture must not all be zero, got {self.weights}")
-        self.weights = self.weights / self.weights.sum()
+        if np.any(self.scales <= 0):
+            raise ValueError(f"scales must be positive, got scales from {self.scales.min():.3g} to {self.scales.max():.3g}")
+        self.weights = _mixture_weights(self.weights)
 
     @property
     def dim(self) -> int:
@@ -283,11 +289,9 @@ class FullCovarianceMixture:
         k, d = self.means.shape
         if self.weights.size != k or self.chols.shape != (k, d, d):
             raise ValueError(f"weights {self.weights.shape}, means {self.means.shape}, chols {self.chols.shape} disagree")
-        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.chols))):
+        if not (np.all(np.isfinite(self.means)) and np.all(np.isfinite(self.chols))):
             raise ValueError("weights, means and Cholesky factors of a mixture must be finite (they hold NaN or inf)")
-        if np.any(self.weights < 0) or not self.weights.sum() > 0:
-            raise ValueError(f"weights must be non-negative and not all zero, got {self.weights}")
-        self.weights = self.weights / self.weights.sum()
+        self.weights = _mixture_weights(self.weights)
 
     @property
     def dim(self) -> int:
