@@ -175,7 +175,9 @@ def test_a_hierarchical_posterior_without_a_mode_starts_vi_at_the_initial_point(
     """On the Brownian motion with unknown scales log p grows without bound as the innovation
     scale goes to 0: no ascent converges, and the fit starts from the initial point (the best
     point an ascent reached lies deep in that neck: FullRankVI from there ended 21.7 reference
-    sds off), and then lands near the exact posterior."""
+    sds off), and then lands near the exact posterior: at the family's optimum, whose worst
+    mean is 0.42 sd off (a fit of 4 times the gradients; measured 0.41-0.43 over seeds 1-3,
+    the ELBO within 0.1 nat of the optimum's)."""
     t = wb.posteriors.load("brownian_motion")
     search = M.find_modes(t, np.random.default_rng(0), starts=0, max_grad_evals=M.min_grad_evals(t.dim))
     assert search.fallback
@@ -183,7 +185,7 @@ def test_a_hierarchical_posterior_without_a_mode_starts_vi_at_the_initial_point(
     fit = wb.methods.FullRankVI(progress=False).run(t, seed=1)
     assert any("started from the initial point" in m for m in fit.messages)
     err = np.abs(fit.approximation.mean - t.truth.mean) / t.truth.sd  # the exact posterior (Kalman, quadrature)
-    assert err.max() < 0.4, err.max()  # measured 0.30
+    assert err.max() < 0.5, err.max()  # measured 0.43
 
 
 def _fixed_draws_mean_field_optimum(target, n_draws=1000, seed=0):

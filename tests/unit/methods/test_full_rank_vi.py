@@ -30,11 +30,13 @@ def test_fit_from_the_identity_recovers_a_correlated_gaussian():
 
 def test_the_laplace_start_costs_its_gradients_and_is_reported():
     target = wb.targets.logistic_regression(dataset="breast_cancer")
-    result = FullRankVI(steps=50, progress=False).run(target, seed=0)
-    start = result.info["start_grad_evals"]
-    assert start > 0  # the ascent (the target's Hessian is analytic)
-    assert result.cost.grad_evals == start + 50 * 10 + result.info["khat_grad_evals"]  # and the k-hat check
-    # 50 steps do not converge: that comes first, then how the fit started
+    for optimizer in ("natural", "adam"):
+        result = FullRankVI(steps=50, optimizer=optimizer, progress=False).run(target, seed=0)
+        start = result.info["start_grad_evals"]
+        assert start > 0  # the ascent (the target's Hessian is analytic)
+        assert result.cost.grad_evals == start + 50 * 10 + result.info["khat_grad_evals"]  # and the k-hat check
+        assert any("Laplace approximation of a mode" in m for m in result.messages)
+    # 50 of Adam's steps do not converge: that comes first, then how the fit started
     assert result.messages[0].startswith("not converged")
     assert "Laplace approximation of a mode" in result.messages[1]
 
@@ -70,7 +72,8 @@ def test_init_from_a_fitted_gaussian():
 
 @pytest.mark.parametrize("setting, value", [("samples", 0), ("steps", 0), ("learning_rate", -0.1),
                                             ("learning_rate", math.nan), ("lr_final", 0.0), ("init", "box"),
-                                            ("init_from", 3.0), ("converge_tol", -1.0)])
+                                            ("init_from", 3.0), ("converge_tol", -1.0),
+                                            ("optimizer", "sgd")])
 def test_bad_settings_name_the_setting(setting, value):
     with pytest.raises(ValueError, match=setting):
         FullRankVI(**{setting: value})
@@ -79,4 +82,30 @@ def test_bad_settings_name_the_setting(setting, value):
 def test_a_divergent_fit_raises_with_what_it_had():
     target = wb.targets.gaussian(dim=2, scales=np.array([1e-3, 1.0]))
     with pytest.raises(wb.methods.VIDivergenceError):
-        FullRankVI(init="point", learning_rate=50.0, steps=200, progress=False).run(target, seed=0)
+        FullRankVI(init="point", optimizer="adam", learning_rate=50.0, steps=200, progress=False).run(target, seed=0)
+
+
+def test_the_default_fit_reaches_the_familys_optimum_on_stochastic_volatility():
+    """On the 103-d stochastic-volatility posterior (a latent AR(1) series under a funnel in
+    its scale) the defaults end near where a fit of 4 times the gradients ends, the family's
+    optimum: within 1 nat of its ELBO, and as far from the reference's means as it is, to
+    0.1 posterior sd (measured over 3 seeds: 0.26-0.58 nats; worst means 0.31 sd off against
+    the optimum's 0.26; the slowest direction is the scale, log sigma, 0.37 sd short of the
+    optimum's). Adam's steps, the other optimiser, end 1.4 nats below it and 1.1 sds off
+    from the same start: there the optimiser, not the family, was the limit."""
+    target = wb.targets.posterior("stochastic_volatility")
+    reference = wb.reference(target)
+    optimum = FullRankVI(steps=10_000, samples=20, lr_final=0.003, converge_tol=0.0,
+                         progress=False).run(target, seed=7)
+
+    def worst_mean_error(fit):
+        return np.max(np.abs(fit.approximation.mean - reference.mean) / reference.sd)
+
+    for optimizer in ("natural", "adam"):
+        fit = FullRankVI(optimizer=optimizer, progress=False).run(target, seed=0)
+        gap = optimum.log_z - fit.log_z
+        excess = worst_mean_error(fit) - worst_mean_error(optimum)
+        if optimizer == "natural":
+            assert gap < 1.0 and excess < 0.1
+        else:
+            assert gap > 1.0 and excess > 0.5

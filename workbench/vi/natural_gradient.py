@@ -1,0 +1,238 @@
+"""Full-rank Gaussian VI by natural-gradient ascent, whole in Numba: q = N(mu, C C^T), C lower
+triangular, every step a natural-gradient step of the ELBO inside a trust region.
+
+The natural gradient (Amari 1998) of the ELBO for a Gaussian is the Euclidean gradient
+preconditioned by the inverse Fisher information: for the mean, Sigma grad_mu; for the
+covariance, 2 Sigma grad_Sigma Sigma. Written on the Cholesky factor (Tan 2021, "Analytic
+natural gradient updates for Cholesky factor in Gaussian variational approximation", eq. 7:
+a change dC = C X, X lower triangular, changes C^-1 dSigma C^-T by X + X^T), with
+theta_s = mu + C eta_s and whitened gradients u_s = C^T g_s (g_s the target's gradient at
+theta_s), the steps are
+
+    d mu = rho C u_bar,            u_bar = 1/S sum_s u_s,
+    d C  = rho C H(M),             M = I + 1/(2 S) sum_s (eta_s u_s^T + u_s eta_s^T),
+
+where H(M) keeps M's lower triangle with its diagonal halved, and M estimates
+2 C^T grad_Sigma(ELBO) C by Stein's lemma (E_q[grad^2 log p] = Sigma^-1 E_q[(theta - mu) g^T]):
+its expectation is 0 exactly where q's covariance is optimal. (For a Gaussian target
+N(m, P^-1): E u = -C^T P (mu - m) and E M = I - C^T P C, both 0 at q = p.)
+
+Why natural gradients: the step is the same whatever the coordinates' scales and correlations
+(it is affine invariant), so a posterior whose scales differ by orders of magnitude, or whose
+latent series is strongly correlated, is crossed in as many steps as an isotropic one. Adam's
+per-coordinate steps are not: on a 103-d stochastic-volatility posterior, 5,000 Adam steps
+from the same start end 1.4 nats below the family's optimum (worst mean 1.2 posterior sds
+off), these steps 0.25 nats below it (0.3 sd, the optimum itself being 0.25 sd off).
+
+The trust region: rho is the scheduled rate, cut so that the step's length in q's own
+whitened coordinates, sqrt(|u_bar|^2 + 2 |H(M)|_F^2) rho (the square root of twice the KL
+divergence between the old and the new q, to second order), is at most :data:`MAX_STEP`.
+Far from the optimum, where the gradients are large, this is what sets the step (the
+trust-region view of natural gradients; Arenz et al. 2023, sec. 3, bound KL in the same way),
+and it keeps C's diagonal positive: rho |H(M)_ii| <= MAX_STEP / sqrt(2) < 1.
+
+Parameters are one flat vector as in ``full_rank.py`` (mu, then C row-major with the diagonal
+stored as softplus^-1 of C_ii), so the two optimisers share pack, unpack and the returned fit
+(the running average of the iterates, over about the last tenth of the steps). The rate's
+schedule, the stopping rule and the rule for rejected steps are ``stopping.py``'s. Cost per
+step: S gradients and O(S d^2 + d^3 / 6) arithmetic (the product C H(M)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..rng import fill_standard_normal
+from .fit import STATUS_BUDGET, STATUS_CONVERGED, STATUS_NONFINITE, STATUS_STEPS, STATUS_STOPPED
+from .stopping import (
+    R_PENALTY,
+    R_REJECTED,
+    accept_step,
+    annealed_out,
+    learning_rate,
+    new_rejections,
+    record_elbo,
+    reject_step,
+)
+
+MAX_STEP = 1.0  # the trust region: a step's whitened length, sqrt(2 KL(q_new || q_old))
+LOG_2PI_E = 1.0 + math.log(2.0 * math.pi)
+
+
+@jit
+def _softplus_inverse(c):
+    return c + math.log(-math.expm1(-c))
+
+
+def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_budget, window, patience, lr,
+                           lr_final, tol, state, average, traces, control):
+    """Fit for up to ``steps`` steps; returns (steps done, gradients, status, rejected steps).
+
+    The signature is ``full_rank._fit_full_rank``'s: ``params`` holds the start and then the
+    last iterate, ``average`` the iterates' running average (both packed); ``state`` ends in
+    the stopping rule's numbers (its first 2 P entries, Adam's moments there, are unused)."""
+    n_par = params.size
+    d = int(round(math.sqrt(n_par + 0.25) - 0.5))  # P = d + d^2
+    plateau = state[2 * n_par :]
+    mu = params[:d].copy()
+    chol = np.zeros((d, d))
+    packed = params[d:].reshape((d, d))
+    for i in range(d):
+        for j in range(i):
+            chol[i, j] = packed[i, j]
+        z = packed[i, i]
+        chol[i, i] = z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+    avg_mu = mu.copy()
+    avg_chol = chol.copy()
+    new_chol = np.empty((d, d))
+    eta = np.empty((samples, d))
+    eta_flat = eta.reshape(samples * d)
+    u = np.empty((samples, d))
+    u_bar = np.empty(d)
+    half_m = np.empty((d, d))  # H(M): M's lower triangle, diagonal halved
+    theta = np.empty(d)
+    g = np.empty(d)
+    lr_end = lr * lr_final
+    anneal_steps = max(patience * window, 1)
+    inv_s = 1.0 / samples
+    n_grad = 0
+    status = STATUS_STEPS
+    done = 0
+    rejections = new_rejections()
+    t = 0
+    while t < steps:
+        if control[C_STOP] != 0:
+            status = STATUS_STOPPED
+            break
+        if grad_budget >= 0 and n_grad + samples > grad_budget:
+            status = STATUS_BUDGET
+            break
+        if annealed_out(t, anneal_steps, plateau):
+            status = STATUS_CONVERGED
+            break
+        fill_standard_normal(rng, eta_flat)
+        mean_logp = 0.0
+        bad = False
+        for s in range(samples):
+            for i in range(d):
+                v = mu[i]
+                for j in range(i + 1):
+                    v += chol[i, j] * eta[s, j]
+                theta[i] = v
+            lp = logp_grad(theta, g, data)
+            n_grad += 1
+            if not math.isfinite(lp):
+                bad = True
+                break
+            mean_logp += inv_s * lp
+            for j in range(d):  # u = C^T g
+                acc = 0.0
+                for i in range(j, d):
+                    acc += chol[i, j] * g[i]
+                u[s, j] = acc
+                if not math.isfinite(acc):  # an infinite gradient beside a finite density
+                    bad = True
+            if bad:
+                break
+        if bad:  # a draw where the density is NaN or -inf: rejected, at half the rate after it
+            if reject_step(rejections):
+                status = STATUS_NONFINITE
+                break
+            continue
+        entropy = 0.0
+        for i in range(d):
+            entropy += math.log(chol[i, i])
+        elbo = mean_logp + entropy + 0.5 * d * LOG_2PI_E
+        norm2 = 0.0
+        for i in range(d):
+            acc = 0.0
+            for s in range(samples):
+                acc += u[s, i]
+            u_bar[i] = inv_s * acc
+            norm2 += u_bar[i] * u_bar[i]
+        norm_mu = math.sqrt(norm2)
+        norm_chol2 = 0.0
+        for i in range(d):
+            for j in range(i + 1):
+                acc = 0.0
+                for s in range(samples):
+                    acc += eta[s, i] * u[s, j] + u[s, i] * eta[s, j]
+                m = 0.5 * inv_s * acc
+                if i == j:
+                    m = 0.5 * (1.0 + m)
+                half_m[i, j] = m
+                norm_chol2 += m * m
+        length = math.sqrt(norm2 + 2.0 * norm_chol2)
+        step_lr = rejections[R_PENALTY] * learning_rate(t, steps, lr, lr_final, anneal_steps, plateau)
+        rho = step_lr
+        if rho * length > MAX_STEP:
+            rho = MAX_STEP / length
+        # the new parameters: mu + rho C u_bar and C + rho C H(M) (C H(M) is lower triangular)
+        finite = True
+        for i in range(d):
+            acc = 0.0
+            for k in range(i + 1):
+                acc += chol[i, k] * u_bar[k]
+            theta[i] = mu[i] + rho * acc
+            if not math.isfinite(theta[i]):
+                finite = False
+            for j in range(i + 1):
+                acc = 0.0
+                for k in range(j, i + 1):
+                    acc += chol[i, k] * half_m[k, j]
+                new_chol[i, j] = chol[i, j] + rho * acc
+                if not math.isfinite(new_chol[i, j]):
+                    finite = False
+        if not finite:  # an overflowing update: rejected as above
+            if reject_step(rejections):
+                status = STATUS_NONFINITE
+                break
+            continue
+        accept_step(rejections)
+        for i in range(d):
+            mu[i] = theta[i]
+            for j in range(i + 1):
+                chol[i, j] = new_chol[i, j]
+        # the running average over about the last tenth of the steps, at most a window
+        horizon = min(window, max(1, (t + 1) // 10))
+        for i in range(d):
+            avg_mu[i] += (mu[i] - avg_mu[i]) / horizon
+            for j in range(i + 1):
+                avg_chol[i, j] += (chol[i, j] - avg_chol[i, j]) / horizon
+        traces[t, 0] = elbo
+        traces[t, 1] = rho
+        traces[t, 2] = norm_mu
+        traces[t, 3] = math.sqrt(norm_chol2)
+        done = t + 1
+        control[C_PROGRESS] = done
+        t += 1
+        if record_elbo(elbo, done, window, patience, tol, step_lr, lr_end, plateau):
+            status = STATUS_CONVERGED
+            break
+    _pack_into(params, mu, chol)
+    _pack_into(average, avg_mu, avg_chol)
+    return done, n_grad, status, rejections[R_REJECTED]
+
+
+@jit
+def _pack_into(out, mu, chol):
+    """Write (mu, C) into the flat layout of ``full_rank.pack`` (diagonal as softplus^-1)."""
+    d = mu.size
+    packed = out[d:].reshape((d, d))
+    for i in range(d):
+        out[i] = mu[i]
+        for j in range(d):
+            packed[i, j] = chol[i, j] if j < i else 0.0
+        packed[i, i] = _softplus_inverse(chol[i, i])
+
+
+full_rank_natural_kernel = target_kernel(
+    lambda t: CHAIN_RETURN(
+        t.logp_grad, t.data, VEC, RNG, types.int64, types.int64, types.int64, types.int64, types.int64,
+        types.float64, types.float64, types.float64, VEC, VEC, MATRIX, INDEX,
+    ),
+)(_fit_full_rank_natural)
