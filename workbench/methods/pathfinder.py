@@ -17,7 +17,7 @@ from ..target import Target
 from ..vi import pathfinder as P
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .importance import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
-from .vi_health import PARETO_K_GOOD, mean_shift_message, weighted_mean_shift
+from .vi_health import PARETO_K_GOOD, mean_shift_message, outside_support_message, weighted_mean_shift
 from .sampling import initial_points
 
 
@@ -225,12 +225,14 @@ class Pathfinder(Method):
             draws = approx.sample(self.draws, rng)
             clock.stop()
             log_ratio = compute_log_ratios(target, approx, draws)
-            log_z, log_z_se = float(np.mean(log_ratio)), float(np.std(log_ratio) / math.sqrt(self.draws))
+            with np.errstate(invalid="ignore"):  # -inf where q has mass outside the support: the ELBO is -inf
+                log_z, log_z_se = float(np.mean(log_ratio)), float(np.std(log_ratio) / math.sqrt(self.draws))
             khat = pareto_khat(log_ratio)[1]
             info["log_z_importance"], info["log_z_importance_se"] = log_evidence(log_ratio)
             shift = weighted_mean_shift(draws, log_ratio)
             info["mean_shift"] = shift  # what the weights would move each mean by, in q's sds
             messages += mean_shift_message(shift, target.param_names, khat)
+            messages += outside_support_message(log_ratio)
             diagnostic_evals = self.draws
         else:
             pool = [outputs[i]["best"].sample(self.draws, rngs[i]) for i in good]

@@ -139,19 +139,34 @@ def pareto_check(target: Target, approx, draws: np.ndarray, n: int = KHAT_DRAWS)
     if len(draws) < KHAT_MIN_DRAWS:
         return math.nan, [f"Pareto k-hat not computed: the budget leaves fewer than {KHAT_MIN_DRAWS} evaluations "
                           "for it (a tenth of the budget is kept for it)"], 0
-    khat = pareto_khat(compute_log_ratios(target, approx, draws))[1]
+    log_r = compute_log_ratios(target, approx, draws)
+    khat = pareto_khat(log_r)[1]
+    outside = outside_support_message(log_r)
     if khat > PARETO_K_GOOD:
         return khat, [
             f"Pareto k-hat of q against the target is {khat:.2f} > {PARETO_K_GOOD}: q misses mass of the "
             "posterior (its tails are too light, a mode is missing, or the posterior is a funnel); "
             "importance-correct it or trust it less"
-        ], len(draws)
+        ] + outside, len(draws)
     if khat > PARETO_K_OK:
         return khat, [
             f"Pareto k-hat of q against the target is {khat:.2f}, between {PARETO_K_OK} and {PARETO_K_GOOD}: q is "
             "usable with importance weights (psis=True), its own moments less so"
-        ], len(draws)
-    return khat, [], len(draws)
+        ] + outside, len(draws)
+    return khat, outside, len(draws)
+
+
+def outside_support_message(log_r: np.ndarray) -> list[str]:
+    """A health message (flag "NaN density") when some of the fitted q's draws lie where the
+    target's log density is NaN or -inf (their log ratio is -inf): that share of q's mass is
+    outside the posterior's support, and q's own draws include such points."""
+    n = int(np.size(log_r))
+    outside = int(np.sum(~(log_r > -np.inf)))
+    if not outside:
+        return []
+    return [f"NaN density: {outside} of {n:,} draws of the fitted q ({outside / n:.1%}) lie where the target's "
+            "log density is NaN or -inf: about that share of q's mass is outside the posterior's support, and "
+            "q's own draws include such points (psis=True gives them weight 0)"]
 
 
 # Where the importance weights p / q move a coordinate's mean by more than this many of q's sds,

@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import warnings
+
+import math
 
 import numpy as np
 import pytest
@@ -61,6 +64,28 @@ def test_samplers_count_and_report_nan_densities(method):
     # the same sampler on the same density without the NaN region says nothing
     clean = method.run(wb.targets.gaussian(2), seed=1)
     assert clean.info["nan_density_evals"] == 0 and not any("NaN" in m for m in clean.messages)
+
+
+@pytest.mark.parametrize("method", [
+    wb.methods.MeanFieldVI(progress=False), wb.methods.FullRankVI(progress=False), wb.methods.DADVI(),
+    wb.methods.BatchAndMatch(progress=False), wb.methods.Pathfinder(),
+], ids=lambda m: m.name)
+def test_vi_says_how_much_of_q_lies_where_the_density_is_nan(method):
+    """A Gaussian cannot stop at the edge x0 = 1.5 beyond which the density is NaN: the fit
+    ends with part of q beyond it (6-13% here), and says so with the share its check measured,
+    which is the share of its returned draws beyond the edge up to Monte Carlo error (a health
+    flag, as k-hat is, not a warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fits' own rejected steps
+        res = method.run(nan_target(), seed=1)
+    (message,) = [m for m in res.messages if m.startswith("NaN density")]
+    share = float(message.split("(")[1].split("%")[0]) / 100
+    beyond = float(np.mean(res.draws.reshape(-1, 2)[:, 0] > 1.5))
+    assert 0.02 < beyond < 0.3
+    assert abs(share - beyond) < 4 * math.sqrt(beyond * (1 - beyond) / 1000) + 0.01
+    assert "NaN density" in wb.diagnostics.health_flags(res.messages).split(", ")
+    clean = method.run(wb.targets.gaussian(2), seed=1)
+    assert not any(m.startswith("NaN density") for m in clean.messages)
 
 
 def test_importance_sampling_gives_nan_densities_weight_zero_and_counts_them():
