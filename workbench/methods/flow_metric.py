@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 
 import numpy as np
@@ -43,8 +44,9 @@ REFITS = 3
 FIRST_PHASE = (0.15, 0.15)
 REFIT_PHASE = (0.1, 0.1)
 LAST_WARMUP = 0.1
-# under a gradient budget, the shares of the first phase, each refit phase and the last
-PHASE_BUDGET = (0.1, 0.1, 0.6)
+# under a gradient budget, the shares of the first phase and each refit phase (the last phase has
+# what they and the learned draws left, at least half of it)
+PHASE_BUDGET = (0.1, 0.1)
 # the diagonal metric already fits when its held-out Fisher divergence per coordinate is below this
 # (a variance 25% off in every coordinate of a Gaussian gives 0.05) or when the flow does not halve
 # it: then the chains, warmed up, go on with it and the flow's longer warmup is not paid (on a 100-d
@@ -97,8 +99,30 @@ def gradients(target: Target, points: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return logps, grads
 
 
-def _phase_budget(budget: Budget, share: float) -> int | None:
-    return None if budget.grad_evals is None else max(100, int(share * budget.grad_evals))
+# under a gradient budget, the gradients at the draws the fits learn from may take at most this
+# share of it: a smaller budget is sampled with the diagonal metric, and says so
+LEARN_SHARE = 0.1
+
+
+def _phase_budget(budget: Budget, share: float | None, spent: int = 0) -> int | None:
+    """A phase's gradient budget: its share of the whole, or (share None, the last phase) what
+    the others left."""
+    if budget.grad_evals is None:
+        return None
+    if share is None:
+        return max(0, budget.grad_evals - spent)
+    return max(100, int(share * budget.grad_evals))
+
+
+def learned_draws(method) -> int:
+    """The draws (each one gradient) the flow's fits learn from, over every phase."""
+    w = max(method.warmup, 100)
+    return method.chains * (max(20, int(FIRST_PHASE[1] * w)) + REFITS * max(20, int(REFIT_PHASE[1] * w)))
+
+
+def min_flow_budget(method) -> int:
+    """The smallest gradient budget a flow is fitted under (``LEARN_SHARE``)."""
+    return int(math.ceil(learned_draws(method) / LEARN_SHARE))
 
 
 def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,6 +140,8 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         return max(20, int(share * w))
 
     started = time.perf_counter()
+    if budget.grad_evals is not None and budget.grad_evals < min_flow_budget(method):
+        return _diagonal_run(method, target, seed, budget, started)
     spent, compile_seconds, training = 0, 0.0, 0.0
     fits: list[FlowFit] = []
 
@@ -153,7 +179,7 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         nonlocal spent, compile_seconds
         if not fit.better_than_diagonal and metric == "diag":
             run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=last_x)
-            res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share))
+            res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
             spent += res.cost.grad_evals
             compile_seconds += res.cost.compile_seconds
             return res, res.draws, None
@@ -162,7 +188,7 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         ok = np.all(np.isfinite(z0), axis=1)
         z0[~ok] = 0.0  # a start the flow maps badly: its centre
         run_ = dataclasses.replace(method, metric=metric, warmup=warmup, draws=draws, init=z0)
-        res = run_.run(t_z, seed=seed_, grad_budget=_phase_budget(budget, share))
+        res = run_.run(t_z, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
         spent += res.cost.grad_evals
         compile_seconds += res.cost.compile_seconds
         return res, fit.flow.forward(res.draws), t_z
@@ -185,11 +211,11 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
         # chain), as the scaling of a flow with no layers; warmup adapts the step size only
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
-        final, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], PHASE_BUDGET[2],
+        final, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], None,
                                     metric="identity")
         t_z = None
-    else:
-        final, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], PHASE_BUDGET[2])
+    else:  # the last phase has what the others left of a budget
+        final, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
     final_spent = spent - spent_before_last
     warmup_spent = spent_before_last + final.cost.warmup_grad_evals
     messages = []
@@ -241,7 +267,7 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
     run = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x)
     n_draws = budget.draws if budget.draws is not None else method.draws
     final = dataclasses.replace(run, draws=n_draws).run(target, seed=run_seed,
-                                                        grad_budget=_phase_budget(budget, PHASE_BUDGET[2]))
+                                                        grad_budget=_phase_budget(budget, None, spent))
     info = dict(final.info)
     info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
                     "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
@@ -256,6 +282,29 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
                            grad_evals=spent + final.cost.grad_evals,
                            warmup_grad_evals=spent + final.cost.warmup_grad_evals, stats=final.stats,
                            messages=[message, *final_messages], info=info, interrupted=final.interrupted)
+    result.defer_health(_health_check(final.draws, final.stats, method))
+    return result
+
+
+def _diagonal_run(method, target, seed, budget, started) -> Result:
+    """A budget too small to fit a flow on (``min_flow_budget``): the sampler with the diagonal
+    metric, saying why."""
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    final = dataclasses.replace(method, metric="diag", draws=n_draws).run(target, seed=seed,
+                                                                         grad_budget=budget.grad_evals)
+    info = dict(final.info)
+    info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
+                    "warmup_grad_evals": final.cost.warmup_grad_evals}
+    info["metric_chosen"] = "diag"
+    message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
+               f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
+               f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
+    final_messages = [m for m in final.messages if not m.startswith("started from")]
+    result = method.result(target, seed, final.draws,
+                           _Clock(time.perf_counter() - started, final.cost.compile_seconds),
+                           grad_evals=final.cost.grad_evals, warmup_grad_evals=final.cost.warmup_grad_evals,
+                           stats=final.stats, messages=[message, *final_messages], info=info,
+                           interrupted=final.interrupted)
     result.defer_health(_health_check(final.draws, final.stats, method))
     return result
 
