@@ -19,7 +19,8 @@ import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for, target_label
 from workbench.study import figures as F
-from workbench.study.panel import CHAINS, method_panel
+from workbench.study.panel import CHAINS, FLOW_NUTS, flow_nuts, method_panel
+from workbench.targets.specs import build_target
 from workbench.study.verdict import verdict_headline
 
 TARGETS = [
@@ -72,6 +73,9 @@ def grid(quick: bool) -> list[Cell]:
                     if name == "NUTS":  # the low-rank metric beside the default diagonal one
                         cells.append(Cell(spec, {**method, "metric": "low_rank"}, seed, grad_budget,
                                           labels={"target": label, "method": LOW_RANK_NUTS}))
+                flow = None if quick else flow_nuts(budget, build_target(spec).dim)
+                if flow is not None:  # NUTS on a learned transform, in the full grid
+                    cells.append(Cell(spec, flow, seed, budget, labels={"target": label, "method": FLOW_NUTS}))
     return cells
 
 

@@ -28,6 +28,7 @@ from scipy import stats
 from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study.analysis import loglog_slope, optimal_acceptance, r1_exact, r1_monte_carlo, r1_normal
 from workbench.study.style import method_style, method_styles
+from workbench.study.panel import FLOW_NUTS, flow_nuts
 
 EXTRA = "chain_scaling"
 MAX_FLOATS = 20_000_000  # draws kept per run x d (160 MB): at high d the samplers keep fewer draws
@@ -78,6 +79,10 @@ def grid(quick: bool) -> list[Cell]:
                     continue
                 cells.append(Cell(spec, mspec, 0, budget, labels={"target": target, "method": method, "dim": d,
                                                                      "part": "scaling"}, extra=EXTRA))
+            flow = None if quick else flow_nuts(budget, d, chains=1, draws=min(budget // 4, max(500, MAX_FLOATS // d)))
+            if flow is not None:  # NUTS on a learned transform, where d allows one (full grid)
+                cells.append(Cell(spec, flow, 0, budget, labels={"target": target, "method": FLOW_NUTS, "dim": d,
+                                                                 "part": "scaling"}, extra=EXTRA))
     # fixed random-walk scales on an isotropic Gaussian: where does the jump distance peak?
     for d in (100,) if quick else (10, 100, 1000):
         n = 5000 if quick else 20_000

@@ -1,8 +1,8 @@
 """Frontier: gradients to accuracy for the samplers a researcher would pick today, by b^2.
 
-NUTS (diag and low-rank), MAMS, MCLMC, HMC and the Gaussian VI methods (FullRankVI,
-BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI with PSIS-resampled draws: what importance
-weighting rescues of a fit) at a grid of gradient budgets on an ill-conditioned 100-d Gaussian
+NUTS (diag and low-rank; on a learned transform, metric="flow", in the full grid), MAMS, MCLMC,
+HMC and the Gaussian VI methods (FullRankVI, BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI
+with PSIS-resampled draws: what importance weighting rescues of a fit) at a grid of gradient budgets on an ill-conditioned 100-d Gaussian
 (sds 0.1 to 10), a rotated Gaussian, the banana, the funnel, a logistic regression and a
 latent-variable model (a Brownian motion with missing data). Accuracy is b^2, the squared
 error of the running second moments in units of their variance (``workbench/metrics/b2.py``),
@@ -24,6 +24,7 @@ import pandas as pd
 
 from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study import figures as F
+from workbench.study.panel import FLOW_NUTS, flow_nuts
 
 TARGETS = [
     ("gaussian d=100", {"factory": "gaussian", "dim": 100, "scales": "logspace"}),
@@ -40,8 +41,9 @@ CHAINS = 4
 PAPER = {"gaussian d=100": (3_250, 19_653), "banana d=2": (14_079, 95_520), "brownian motion": (13_528, 29_817)}
 
 
-def _sampler(name: str, budget: int) -> dict:
-    """A sampler's spec with room for the draws its budget buys (the budget ends the run)."""
+def _sampler(name: str, budget: int) -> dict | None:
+    """A sampler's spec with room for the draws its budget buys (the budget ends the run); None
+    for NUTS on a learned transform at a budget too small to fit one."""
     quiet = {"progress": False, "chains": CHAINS}
     per_chain = budget // CHAINS
     if name == "MCLMC":  # two gradients a step (minimal norm); every 4th step kept
@@ -49,10 +51,15 @@ def _sampler(name: str, budget: int) -> dict:
     draws = int(np.clip(per_chain // 2, 200, 50_000))
     if name == "NUTS (low_rank)":
         return {"method": "NUTS", "metric": "low_rank", **quiet, "draws": draws}
+    if name == FLOW_NUTS:
+        return flow_nuts(budget, 0, chains=CHAINS, draws=draws)
     return {"method": name, **quiet, "draws": draws}
 
 
 SAMPLERS = ("NUTS", "NUTS (low_rank)", "MAMS", "MCLMC", "HMC")
+# NUTS on a learned transform, in the full grid, at the budgets that fit a flow (every target here
+# is within panel.FLOW_MAX_DIM)
+FULL_ONLY_SAMPLERS = (FLOW_NUTS,)
 VI = ("FullRankVI", "BatchAndMatch", "MeanFieldVI", "DADVI", "MeanFieldVI (psis)")
 QUICK_VI = VI[:2]
 
@@ -70,9 +77,11 @@ def grid(quick: bool) -> list[Cell]:
     for label, spec in targets:
         for seed in crossing_seeds:
             for budget in [b for b in budgets if seed in seeds or b == max(budgets)]:
-                for name in SAMPLERS:
-                    cells.append(Cell(spec, _sampler(name, budget), seed, budget, extra="b2_crossing",
-                                      labels={"target": label, "method": name}))
+                for name in SAMPLERS + (() if quick else FULL_ONLY_SAMPLERS):
+                    sampler = _sampler(name, budget)
+                    if sampler is not None:
+                        cells.append(Cell(spec, sampler, seed, budget, extra="b2_crossing",
+                                          labels={"target": label, "method": name}))
                 for name in (QUICK_VI if quick else VI) if seed in seeds else ():
                     method = {"method": name.removesuffix(" (psis)"),
                               **({"progress": False} if name != "DADVI" else {}),

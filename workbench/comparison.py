@@ -45,7 +45,7 @@ def grid_for(spec: dict, target: Target, budgets, seeds, methods=None):
     """Every method of the panel (or those ``methods`` names) at every budget and seed, Laplace,
     and Exact where the target has an exact sampler."""
     from .study import Cell
-    from .study.panel import CHAINS, method_panel
+    from .study.panel import CHAINS, FLOW_NUTS, flow_nuts, method_panel
 
     def wanted(label: str, cls: str) -> bool:
         return methods is None or label in methods or cls in methods
@@ -62,18 +62,21 @@ def grid_for(spec: dict, target: Target, budgets, seeds, methods=None):
             for name, method, grad_budget in method_panel(budget):
                 if wanted(name, method["method"]):
                     cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}))
+            flow = flow_nuts(budget, target.dim)
+            if flow is not None and wanted(FLOW_NUTS, "NUTS"):
+                cells.append(Cell(spec, flow, seed, budget, labels={**labels, "method": FLOW_NUTS}))
     return cells
 
 
 def check_methods(methods) -> list[str] | None:
     """The method names ``compare`` and ``calibrate`` take (panel labels or class names), checked."""
     from .methods import available
-    from .study.panel import method_panel
+    from .study.panel import FLOW_NUTS, method_panel
 
     if methods is None:
         return None
     names = [methods] if isinstance(methods, str) else list(methods)
-    known = {label for label, _, _ in method_panel(10_000)} | set(available())
+    known = {label for label, _, _ in method_panel(10_000)} | {FLOW_NUTS} | set(available())
     unknown = [m for m in names if m not in known]
     if unknown or not names:
         raise ValueError(f"unknown methods {unknown}; give names from {sorted(known)}")

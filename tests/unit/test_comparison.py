@@ -150,3 +150,22 @@ def test_the_recommendation_says_when_its_pick_is_unadjusted():
     assert "MCLMC is unadjusted (no accept/reject step)" in recommendation(_table(rows))
     rows[0] = ("MCLMC", 1e5, "ok", 0.08, 1e5, "ok")  # NUTS is picked: nothing to say
     assert "unadjusted" not in recommendation(_table(rows))
+
+
+def test_nuts_on_a_learned_transform_has_its_own_row_where_a_flow_is_fitted():
+    """``NUTS (flow)`` joins the panel at budgets that pay for its fits (9,000 gradients with 2
+    chains) on targets of up to ``FLOW_MAX_DIM`` dimensions, and can be asked for by name."""
+    from workbench.comparison import check_methods, grid_for
+    from workbench.study.panel import FLOW_MAX_DIM, FLOW_NUTS
+
+    def rows(dim, budgets, methods=None):
+        target = wb.targets.gaussian(dim)
+        cells = grid_for({"factory": "gaussian", "dim": dim}, target, budgets, range(1), methods)
+        return [(c.grad_budget, c.method) for c in cells if c.labels["method"] == FLOW_NUTS]
+
+    assert rows(10, (5_000,)) == []
+    ((budget, spec),) = rows(10, (5_000, 10_000))
+    assert budget == 10_000 and spec["method"] == "NUTS" and spec["metric"] == "flow"
+    assert rows(FLOW_MAX_DIM + 1, (10_000,)) == []
+    assert len(rows(10, (10_000,), methods=[FLOW_NUTS])) == 1
+    assert check_methods([FLOW_NUTS]) == [FLOW_NUTS]

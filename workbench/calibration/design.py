@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..methods import Method, available as method_names, method_class
 from ..study.cells import Cell
-from ..study.panel import method_panel
+from ..study.panel import FLOW_NUTS, flow_nuts, method_panel
 
 DEFAULT_BUDGET = 10_000
 LAPLACE = ("Laplace", {"method": "Laplace", "draws": 4000})
@@ -15,9 +15,16 @@ estimates is shown beside their ranks."""
 
 
 def _panel(budget: int) -> dict[str, dict]:
-    """label -> method spec: the panel ``workbench compare`` runs at ``budget``, and Laplace."""
+    """label -> method spec: the panel ``workbench compare`` runs at ``budget``, and Laplace
+    (and NUTS on a learned transform, asked for by its label, where the budget fits one)."""
     panel = {label: spec for label, spec, _ in method_panel(budget)}
     return {**panel, LAPLACE[0]: dict(LAPLACE[1])}
+
+
+def _labelled(budget: int) -> dict[str, dict]:
+    """The panel, and the rows run only when asked for by label."""
+    flow = flow_nuts(budget, 0)
+    return {**_panel(budget), **({FLOW_NUTS: flow} if flow is not None else {})}
 
 
 def _spec_of(method: Method) -> dict:
@@ -39,12 +46,13 @@ def method_specs(methods, budget: int) -> list[tuple[str, dict]]:
     if isinstance(methods, (str, Method)):
         methods = [methods]
     by_class = {spec["method"]: label for label, spec in panel.items()}
+    labelled = _labelled(budget)
     out, seen = [], set()
     for m in methods:
         if isinstance(m, Method):
             label, spec = m.name, _spec_of(m)
-        elif isinstance(m, str) and m in panel:
-            label, spec = m, panel[m]
+        elif isinstance(m, str) and m in labelled:
+            label, spec = m, labelled[m]
         elif isinstance(m, str) and m in by_class:
             label, spec = m, panel[by_class[m]]
         elif isinstance(m, str):

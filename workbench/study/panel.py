@@ -44,3 +44,23 @@ def method_panel(budget: int, chains: int = CHAINS) -> list[tuple[str, dict, int
         # gradients each (its default moves)
         ("SMC", {"method": "SMC", "runs": 4, "particles": int(np.clip(budget // 2000, 25, 2000)), **quiet}, budget),
     ]
+
+
+# NUTS on a learned transform (NUTS(metric="flow")): its own row where a flow is fitted, up to this
+# dimension (measured to d = 103, the stochastic-volatility posterior; its fits cost O(n d^2)) and
+# from the budget whose learned draws fit in it (``flow_metric.min_flow_budget``)
+FLOW_NUTS = "NUTS (flow)"
+FLOW_MAX_DIM = 200
+
+
+def flow_nuts(budget: int, dim: int, chains: int = CHAINS, **settings) -> dict | None:
+    """NUTS(metric="flow")'s spec at ``budget`` on a ``dim``-d target, as the panel's NUTS row
+    runs (``settings`` replace its draws and the like), or None where no flow would be fitted."""
+    from ..methods import NUTS
+    from ..methods.flow_metric import min_flow_budget
+
+    if dim > FLOW_MAX_DIM or budget < min_flow_budget(NUTS(metric="flow", chains=chains)):
+        return None
+    return {"method": "NUTS", "metric": "flow", "chains": chains, "draws": budget // chains, "progress": False,
+            **settings}
+

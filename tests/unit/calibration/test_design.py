@@ -25,3 +25,13 @@ def test_the_grid_is_one_cell_per_simulation_and_method():
     assert first.extra == "calibration_ranks" and not first.score and first.grad_budget == 5000
     assert cells[1].grad_budget is None  # Laplace takes no budget
     assert {c.labels["simulation"] for c in cells} == set(range(7))
+
+
+def test_nuts_on_a_learned_transform_is_asked_for_by_its_label():
+    """Not in the default panel (its fits cost a second or more each, times every simulation);
+    by its label at a budget that fits a flow; below one the label is refused, naming it."""
+    assert "NUTS (flow)" not in dict(design.method_specs(None, 10_000))
+    ((label, spec),) = design.method_specs(["NUTS (flow)"], 10_000)
+    assert label == "NUTS (flow)" and spec["metric"] == "flow"
+    with pytest.raises(ValueError, match="NUTS \\(flow\\)"):
+        design.method_specs(["NUTS (flow)"], 1_000)
