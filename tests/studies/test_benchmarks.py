@@ -54,9 +54,9 @@ def test_pymc_overhead_quick_runs_and_prints_its_tables(capsys):
 def test_dadvi_regressions_quick_runs_and_prints_its_table(capsys):
     _load("dadvi_regressions").main(["--quick"])
     out = capsys.readouterr().out
-    for needle in ("diabetes_raw_interactions", "ar2", "garch11", "breast_cancer_logistic", "mean_err_max",
-                   "DADVI met the goal"):
+    for needle in ("ar2", "breast_cancer_logistic", "mean_err_max", "DADVI met the goal"):
         assert needle in out
+    assert "garch11" not in out  # the full run's: its reference takes a minute to build
 
 
 def test_banana_benchmark_writes_what_the_performance_page_says(tmp_path, monkeypatch, capsys):
