@@ -37,7 +37,7 @@ import math
 import numpy as np
 from numba import types
 
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, target_kernel
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
 from .fit import (
     STATUS_BUDGET,
@@ -62,6 +62,18 @@ from .stopping import (
 TRACE_NAMES = ("elbo", "learning_rate", "grad_norm_mu", "grad_norm_chol")
 BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 LOG_2PI_E = 1.0 + math.log(2.0 * math.pi)
+
+
+@jit
+def stop_status(control, t, n_grad, samples, grad_budget, anneal_steps, plateau):
+    """Why the fit ends before step t (Ctrl-C, the budget, the anneal run out), or -1: go on."""
+    if control[C_STOP] != 0:
+        return STATUS_STOPPED
+    if grad_budget >= 0 and n_grad + samples > grad_budget:
+        return STATUS_BUDGET
+    if annealed_out(t, anneal_steps, plateau):
+        return STATUS_CONVERGED
+    return -1
 
 
 def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, window, patience, lr, lr_final,
@@ -101,14 +113,9 @@ def _fit_full_rank(logp_grad, data, params, rng, steps, samples, grad_budget, wi
     rejections = new_rejections()  # stopping.py's rule for steps that meet NaN or -inf
     t = 0
     while t < steps:
-        if control[C_STOP] != 0:
-            status = STATUS_STOPPED
-            break
-        if grad_budget >= 0 and n_grad + samples > grad_budget:
-            status = STATUS_BUDGET
-            break
-        if annealed_out(t, anneal_steps, plateau):
-            status = STATUS_CONVERGED
+        stop = stop_status(control, t, n_grad, samples, grad_budget, anneal_steps, plateau)
+        if stop >= 0:
+            status = stop
             break
         entropy = 0.0
         for i in range(d):

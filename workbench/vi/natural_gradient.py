@@ -45,14 +45,14 @@ import math
 import numpy as np
 from numba import types
 
-from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
+from ..jit import C_PROGRESS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
-from .fit import STATUS_BUDGET, STATUS_CONVERGED, STATUS_NONFINITE, STATUS_STEPS, STATUS_STOPPED
+from .fit import STATUS_CONVERGED, STATUS_NONFINITE, STATUS_STEPS
+from .full_rank import stop_status
 from .stopping import (
     R_PENALTY,
     R_REJECTED,
     accept_step,
-    annealed_out,
     learning_rate,
     new_rejections,
     record_elbo,
@@ -105,14 +105,9 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
     rejections = new_rejections()
     t = 0
     while t < steps:
-        if control[C_STOP] != 0:
-            status = STATUS_STOPPED
-            break
-        if grad_budget >= 0 and n_grad + samples > grad_budget:
-            status = STATUS_BUDGET
-            break
-        if annealed_out(t, anneal_steps, plateau):
-            status = STATUS_CONVERGED
+        stop = stop_status(control, t, n_grad, samples, grad_budget, anneal_steps, plateau)
+        if stop >= 0:
+            status = stop
             break
         fill_standard_normal(rng, eta_flat)
         mean_logp = 0.0
