@@ -161,6 +161,16 @@ def inverse_from_cholesky(chol):
 
 
 @jit
+def lgcp_hyperprior(log_ls, log_amp, alpha, beta):
+    """(log density, d/d log ls, d/d log amp) of Gamma(alpha, beta) on ls and HalfNormal(1) on
+    amp, with the log transforms' Jacobians."""
+    ls, amp2 = math.exp(log_ls), math.exp(2.0 * log_amp)
+    lp = alpha * math.log(beta) - math.lgamma(alpha) + alpha * log_ls - beta * ls
+    lp += math.log(2.0) - 0.5 * LOG_2PI - 0.5 * amp2 + log_amp
+    return lp, alpha - beta * ls, 1.0 - amp2
+
+
+@jit
 def lgcp_logp_grad(theta, grad_out, data):
     """theta = (log ls, log amp, f_0..f_{n-1}); see the module docstring. O(n^3) per call
     (a Cholesky factor and the inverse of the covariance)."""
@@ -170,11 +180,7 @@ def lgcp_logp_grad(theta, grad_out, data):
     ls = math.exp(theta[0])
     amp = math.exp(theta[1])
     amp2 = amp * amp
-    # Gamma(alpha, beta) on ls and HalfNormal(1) on amp, with the log transforms' Jacobians
-    lp = alpha * math.log(beta) - math.lgamma(alpha) + alpha * theta[0] - beta * ls
-    lp += math.log(2.0) - 0.5 * LOG_2PI - 0.5 * amp2 + theta[1]
-    g_ls = alpha - beta * ls
-    g_amp = 1.0 - amp2
+    lp, g_ls, g_amp = lgcp_hyperprior(theta[0], theta[1], alpha, beta)
     corr = np.empty((n, n))
     cov = np.empty((n, n))
     for i in range(n):

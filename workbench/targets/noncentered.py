@@ -26,7 +26,16 @@ from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
 from ..target_forms import Reparametrization
-from .latent import LGCP_JITTER, LGCP_LS_PRIOR, LGCP_POINTS, SV_STEPS, cholesky_in_place, lgcp_data, sv_data
+from .latent import (
+    LGCP_JITTER,
+    LGCP_LS_PRIOR,
+    LGCP_POINTS,
+    SV_STEPS,
+    cholesky_in_place,
+    lgcp_data,
+    lgcp_hyperprior,
+    sv_data,
+)
 
 
 @jit
@@ -126,8 +135,7 @@ def lgcp_whitened_logp_grad(theta, grad_out, data):
     ls = math.exp(theta[0])
     amp = math.exp(theta[1])
     amp2 = amp * amp
-    lp = alpha * math.log(beta) - math.lgamma(alpha) + alpha * theta[0] - beta * ls
-    lp += math.log(2.0) - 0.5 * LOG_2PI - 0.5 * amp2 + theta[1]
+    lp, g_ls, g_amp = lgcp_hyperprior(theta[0], theta[1], alpha, beta)
     chol = np.empty((n, n))
     for i in range(n):
         for j in range(i + 1):
@@ -156,8 +164,6 @@ def lgcp_whitened_logp_grad(theta, grad_out, data):
         for j in range(i + 1):  # d/dL_ij of gf . (L e)
             lbar[i, j] = gf[i] * theta[2 + j]
     cholesky_backward(chol, lbar)
-    g_ls = alpha - beta * ls
-    g_amp = 1.0 - amp2
     for i in range(n):
         for j in range(i + 1):
             dist = abs(x[i] - x[j])
