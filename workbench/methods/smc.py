@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
+from ..smc import budget as B
 from ..smc import mutation as M
 from ..smc import tempering as T
 from ..smc.reference import GaussianReference, as_reference, check_reference, diagonal_gaussian
@@ -101,9 +102,10 @@ class SMC(Method):
         variances ("diag"), or "auto": dense up to d = 200 with at least 5 d particles per half.
 
     Cost: one gradient evaluation per particle at the start, one per leapfrog step (HMC) or
-    move (RWM). Under a gradient budget each run gets an equal share; when the next stage's
-    moves cannot be paid the run jumps to b = 1 by reweighting alone (an importance step,
-    reported in ``messages``) and ends.
+    move (RWM). Under a gradient budget a pilot run prices a particle's ladder and the
+    particles are cut to what finishes (``smc/budget.py``; said in ``messages``), or the
+    budget is refused at the start; a run that still cannot pay its next stage jumps to b = 1
+    by reweighting alone (an importance step, "ladder incomplete") and ends.
 
     Defaults, measured on ``gaussian_mixture(dim=10, n_components=3)`` and ``gaussian(10)``
     (per-run spread of log Z and of the mode weights, 8-24 seeds): many cheap moves beat few
@@ -195,10 +197,11 @@ class SMC(Method):
         per_move = self.n_leapfrog if self.kernel == "hmc" else 1
         return particles * self.mcmc_steps * per_move
 
-    def _one_run(self, target: Target, ref: GaussianReference, rng, limit: int | None, control) -> dict:
-        """One tempered SMC run of ``particles`` particles; returns its particles, weights, log Z
-        and per-stage statistics."""
-        n, d = self.particles, target.dim
+    def _one_run(self, target: Target, ref: GaussianReference, rng, limit: int | None, control,
+                 particles: int | None = None) -> dict:
+        """One tempered SMC run of ``particles`` particles (default ``self.particles``); returns
+        its particles, weights, log Z and per-stage statistics."""
+        n, d = particles or self.particles, target.dim
         mutate = M.mutate.for_target(target)
         x = ref.sample(n, rng)
         grads = np.empty((n, d))
@@ -317,21 +320,30 @@ class SMC(Method):
         clock.compile(M.mutate, target)
         clock.compile(M.evaluate, target)
         ref, reference_evals = self._reference(target, seed, budget)
-        limit = None
+        limit, particles, pilot_evals, sizing_message = None, self.particles, 0, None
         if budget.grad_evals is not None:
-            limit = (budget.grad_evals - reference_evals) // self.runs
-            needed = self.particles + self._stage_cost(self.particles)
-            if limit < needed:
+            what = f"{self.name}(particles={self.particles}, runs={self.runs}) on {target.name!r}"
+            available = budget.grad_evals - reference_evals
+            needed = B.PILOT_MIN + self._stage_cost(B.PILOT_MIN)
+            if B.PILOT_SHARE * available < needed:
                 raise ValueError(
-                    f"grad_budget={budget.grad_evals} is too small for {self.name}(particles={self.particles}, "
-                    f"runs={self.runs}) on {target.name!r}: each run needs at least {needed} gradient evaluations "
-                    f"(one per particle and one stage of moves){f', after {reference_evals} for the reference' if reference_evals else ''}; "
-                    "give a larger budget or fewer particles, runs, mcmc_steps or n_leapfrog")
+                    f"grad_budget={budget.grad_evals} is too small for {what}: the pilot run that sizes the runs to "
+                    f"the budget needs at least {needed} gradient evaluations (one per particle and one stage of "
+                    f"moves), {B.PILOT_SHARE:.0%} of the budget{f' after {reference_evals} for the reference' if reference_evals else ''}; "
+                    "give a larger budget or fewer runs, mcmc_steps or n_leapfrog")
+            pilot_rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5170]))
+
+            def run_pilot(n, cap):
+                return self._one_run(target, ref, pilot_rng, cap, np.zeros(2, dtype=np.int64), particles=n)
+
+            particles, pilot_evals, sizing_message = B.size_for_budget(run_pilot, self.particles, self.runs,
+                                                                       available, what)
+            limit = (available - pilot_evals) // self.runs
         rngs = chain_rngs(seed, self.runs)
         controls = np.zeros((self.runs, 2), dtype=np.int64)
         def one_run(r):
             try:
-                return self._one_run(target, ref, rngs[r], limit, controls[r])
+                return self._one_run(target, ref, rngs[r], limit, controls[r], particles)
             except (WorkbenchError, KeyboardInterrupt, np.linalg.LinAlgError):
                 raise
             except Exception as exc:  # the user's density raised in a compiled kernel (ours raise nothing)
@@ -347,15 +359,15 @@ class SMC(Method):
         # pool the runs: particle i of run r has weight Z_r W_ri
         pooled_x = np.concatenate([o["x"] for o in outputs])
         pooled_w = np.concatenate([o["log_w"] + o["log_z"] for o in outputs])
-        n_draws = self.particles * self.runs
+        n_draws = particles * self.runs
         draws = pooled_x[resample(pooled_w, n_draws, rngs[0], "systematic")]
         clock.stop()
 
         stats = {key: np.concatenate([np.asarray(o["stages"][key], dtype=float) for o in outputs])
                  for key in outputs[0]["stages"]}
         stats["run"] = np.concatenate([np.full(len(o["stages"]["beta"]), r, dtype=float) for r, o in enumerate(outputs)])
-        messages = _messages(outputs, interrupted, self.runs)
-        spent = reference_evals + sum(o["grad_evals"] for o in outputs)
+        messages = ([sizing_message] if sizing_message else []) + _messages(outputs, interrupted, self.runs)
+        spent = reference_evals + pilot_evals + sum(o["grad_evals"] for o in outputs)
         runs_info = [{"log_z": o["log_z"], "stages": len(o["stages"]["beta"]), "grad_evals": o["grad_evals"],
                       "jumped_to_end": o["jumped"], "nan_evals": o["nan_evals"],
                       "relative_variance": o["relative_variance"],
@@ -368,6 +380,7 @@ class SMC(Method):
             messages=messages,
             info={"runs": runs_info, "log_z_runs": log_zs, "reference": ref.description,
                   "reference_grad_evals": reference_evals, "log_z_se_parts": se_parts,
+                  "particles": particles, "pilot_grad_evals": pilot_evals,
                   "stages": [len(o["stages"]["beta"]) for o in outputs]},
             interrupted=bool(interrupted or any(o["interrupted"] for o in outputs)),
         )

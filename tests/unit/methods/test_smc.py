@@ -45,21 +45,43 @@ def test_same_seed_same_result_whatever_the_thread_count(monkeypatch):
     assert not np.array_equal(a.draws, c.draws)
 
 
-def test_the_budget_is_respected_and_a_short_one_ends_with_an_importance_step():
+def test_a_budget_too_small_for_the_particles_cuts_them_and_the_ladder_finishes():
+    """A third of what the runs cost unbudgeted: a pilot run prices a particle's ladder, the runs
+    are cut to fit, and every run reaches b = 1 within the budget, the pilot's gradients counted."""
     from workbench.diagnostics import health_flags
 
     full = wb.methods.SMC(**SMALL).run(GAUSS, seed=0)
     budget = full.cost.grad_evals // 3
     res = wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=budget)
     assert res.cost.grad_evals <= budget
+    assert 8 <= res.info["particles"] < 200 and res.draws.shape == (1, 2 * res.info["particles"], 3)
+    assert not any(r["jumped_to_end"] for r in res.info["runs"])
+    assert res.messages[0].startswith(f"budget: {res.info['particles']} particles per run, not 200")
+    assert res.cost.grad_evals == res.info["pilot_grad_evals"] + sum(r["grad_evals"] for r in res.info["runs"])
+    assert health_flags(res.messages) == "ok" and health_flags(full.messages) == "ok"
+    # no budget, no pilot
+    assert full.info["pilot_grad_evals"] == 0 and full.info["particles"] == 200
+
+
+def test_a_run_that_still_runs_out_ends_with_an_importance_step(monkeypatch):
+    """Sized with no margin at all (here: a third of the pilot's price), the runs run out: each
+    jumps to b = 1 by reweighting and the health column says so."""
+    from workbench.diagnostics import health_flags
+    from workbench.smc import budget as B
+
+    monkeypatch.setattr(B, "MARGIN", 1 / 3)
+    monkeypatch.setattr(B, "SMALL_RUN_MARGIN", 1 / 3)
+    budget = wb.methods.SMC(**SMALL).run(GAUSS, seed=0).cost.grad_evals // 3
+    res = wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=budget)
+    assert res.cost.grad_evals <= budget
     assert all(r["jumped_to_end"] for r in res.info["runs"])
-    assert any(m.startswith("ladder incomplete") for m in res.messages)
     assert health_flags(res.messages) == "ladder incomplete"  # a study's health column says so
-    assert health_flags(full.messages) == "ok"
 
 
-def test_a_budget_below_one_stage_is_refused_with_what_it_needs():
-    with pytest.raises(ValueError, match="each run needs at least 3200"):
+def test_a_budget_the_ladder_cannot_fit_is_refused_at_the_start_with_what_it_needs():
+    with pytest.raises(ValueError, match="the pilot run that sizes the runs to the budget needs at least 128"):
+        wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=100)
+    with pytest.raises(ValueError, match="did not finish its tempering ladder within 25% of it"):
         wb.methods.SMC(**SMALL).run(GAUSS, seed=0, grad_budget=1000)
 
 
