@@ -1,10 +1,12 @@
 """Frontier: gradients to accuracy for the samplers a researcher would pick today, by b^2.
 
-NUTS (diag and low-rank; on a learned transform, metric="flow", in the full grid), MAMS, MCLMC,
-HMC and the Gaussian VI methods (FullRankVI, BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI
-with PSIS-resampled draws: what importance weighting rescues of a fit) at a grid of gradient budgets on an ill-conditioned 100-d Gaussian
-(sds 0.1 to 10), a rotated Gaussian, the banana, the funnel, a logistic regression and a
-latent-variable model (a Brownian motion with missing data). Accuracy is b^2, the squared
+NUTS (diag and low-rank; on a learned transform, metric="flow", in the full grid), MAMS (and
+whitened by a dense covariance, metric="dense", in the full grid), MCLMC, HMC and the Gaussian
+VI methods (FullRankVI, BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI with PSIS-resampled
+draws: what importance weighting rescues of a fit) at a grid of gradient budgets on an
+ill-conditioned 100-d Gaussian (sds 0.1 to 10), a rotated Gaussian, the banana, the funnel, a
+logistic regression and a latent-variable model (a Brownian motion with missing data).
+Accuracy is b^2, the squared
 error of the running second moments in units of their variance (``workbench/metrics/b2.py``),
 its worst coordinate (b2_max) and mean (b2_avg), median over chains: b^2 = 0.01 is about 100
 effective draws. Every method's tuning is in its budget. From each method's largest-budget
@@ -53,13 +55,16 @@ def _sampler(name: str, budget: int) -> dict | None:
         return {"method": "NUTS", "metric": "low_rank", **quiet, "draws": draws}
     if name == FLOW_NUTS:
         return flow_nuts(budget, 0, chains=CHAINS, draws=draws)
+    if name == DENSE_MAMS:
+        return {"method": "MAMS", "metric": "dense", **quiet, "draws": draws}
     return {"method": name, **quiet, "draws": draws}
 
 
 SAMPLERS = ("NUTS", "NUTS (low_rank)", "MAMS", "MCLMC", "HMC")
 # NUTS on a learned transform, in the full grid, at the budgets that fit a flow (every target here
-# is within panel.FLOW_MAX_DIM)
-FULL_ONLY_SAMPLERS = (FLOW_NUTS,)
+# is within panel.FLOW_MAX_DIM); MAMS whitened by a dense covariance, for the correlated posteriors
+DENSE_MAMS = "MAMS (dense)"
+FULL_ONLY_SAMPLERS = (FLOW_NUTS, DENSE_MAMS)
 VI = ("FullRankVI", "BatchAndMatch", "MeanFieldVI", "DADVI", "MeanFieldVI (psis)")
 QUICK_VI = VI[:2]
 

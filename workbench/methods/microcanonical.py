@@ -225,13 +225,17 @@ class MAMS(_Microcanonical):
     ``studies/frontier.py``'s settings: 100-d Gaussian 0.435 (300: 0.407, 500: 0.485),
     logistic regression 0.714 (300: 0.865, 500: 0.752), the banana crossing within 10^5 in
     4 of 5 seeds (500: 2 of 5)),
-    ``draws`` the kept ones (default 1,000).
+    ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and a quarter
+    of it in draws) on the diagonal, then the whole run on the posterior whitened by the
+    covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
+    strongly correlated, which the diagonal cannot undo.
     """
 
     warmup: int = 400
     draws: int = 1000
     target_accept: float = 0.9
     tune_L: bool = True
+    metric: str = "diag"
 
     _adjusted = 1
 
@@ -239,6 +243,13 @@ class MAMS(_Microcanonical):
         super().__post_init__()
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
+        if self.metric not in MAMS_METRICS:
+            raise ValueError(f"metric must be one of {list(MAMS_METRICS)}, got {self.metric!r}")
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        if self.metric == "dense":
+            return _dense_run(self, target, seed, budget)
+        return super()._run(target, seed, budget)
 
     def _tune(self, chains, target, st, control, cap, out) -> tuple[float, float]:
         d = target.dim
@@ -296,3 +307,58 @@ class MAMS(_Microcanonical):
                     eps = min(math.exp(st.tune[1]), big_l / 1.1)
         out.update(step_size=eps, L=big_l)
         return eps, big_l
+
+
+MAMS_METRICS = ("diag", "dense")
+DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, the rest the whitened run's
+
+
+class _Clock:
+    """A run's time as ``Method.result`` reads it: wall time less compile time."""
+
+    def __init__(self, total: float, compile_seconds: float):
+        self.compile_seconds = compile_seconds
+        self.wall_seconds = max(0.0, total - compile_seconds)
+
+
+def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Result:
+    """MAMS(metric="dense"): a diagonal phase, then MAMS on x = m + C z, C from its draws."""
+    import dataclasses
+    import time
+
+    from ..diagnostics import chain_diagnostics, health_messages
+    from ..mcmc.affine import affine_target, dense_factor
+
+    started = time.perf_counter()
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xDE5E]).spawn(2)]
+    first_warmup = max(method.warmup // 2, 20)
+    first = dataclasses.replace(method, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20))
+    share = None if budget.grad_evals is None else int(DENSE_FIRST_SHARE * budget.grad_evals)
+    r1 = first.run(target, seed=seeds[0], grad_budget=share)
+    mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))
+    z0 = np.linalg.solve(chol, (r1.draws[:, -1] - mean).T).T
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    second = dataclasses.replace(method, metric="diag", warmup=max(method.warmup - first_warmup, 20), draws=n_draws,
+                                 init=z0)
+    rest = None if budget.grad_evals is None else budget.grad_evals - r1.cost.grad_evals
+    r2 = second.run(affine_target(target, mean, chol), seed=seeds[1], grad_budget=rest)
+    draws = mean + r2.draws @ chol.T
+    info = dict(r2.info)
+    info["dense"] = {"mean": mean, "chol": chol, "first_grad_evals": r1.cost.grad_evals,
+                     "first_draws": int(r1.draws.shape[0] * r1.draws.shape[1])}
+    message = (f"metric='dense': whitened by the covariance of {info['dense']['first_draws']} draws of a diagonal "
+               f"phase ({r1.cost.grad_evals:,} gradients, counted)")
+    result = method.result(target, seed, draws,
+                           _Clock(time.perf_counter() - started, r1.cost.compile_seconds + r2.cost.compile_seconds),
+                           grad_evals=r1.cost.grad_evals + r2.cost.grad_evals,
+                           warmup_grad_evals=r1.cost.grad_evals + r2.cost.warmup_grad_evals, stats=r2.stats,
+                           messages=[message, *[m for m in r2.messages if not m.startswith("started from")]],
+                           info=info, interrupted=bool(r1.interrupted or r2.interrupted))
+
+    def health():
+        diagnostics = chain_diagnostics(draws, r2.stats, None)
+        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+    result.defer_health(health)
+    return result
+
