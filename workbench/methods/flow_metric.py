@@ -32,11 +32,11 @@ import time
 
 import numpy as np
 
-from ..diagnostics import chain_diagnostics, health_messages
 from ..mcmc.flow import Flow, flow_density, gradients_at
 from ..mcmc.flow_fit import MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..target import Target
+from .sampling import PhasedClock, deferred_chain_health
 
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
@@ -244,20 +244,12 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     info["metric_chosen"] = "flow" if used else "diag"
     if t_z is not None:
         info["flow_object"] = fit.flow
-    result = method.result(target, seed, final_x, _Clock(time.perf_counter() - started, compile_seconds),
+    result = method.result(target, seed, final_x, PhasedClock(time.perf_counter() - started, compile_seconds),
                            grad_evals=spent_before_last + final_spent, warmup_grad_evals=warmup_spent,
                            stats=final.stats, messages=messages + final_messages, info=info,
                            interrupted=final.interrupted)
-    result.defer_health(_health_check(final_x, final.stats, method))
+    result.defer_health(deferred_chain_health(final_x, final.stats, getattr(method, "max_depth", None)))
     return result
-
-
-class _Clock:
-    """The run's time as ``Method.result`` reads it: wall time less compile time."""
-
-    def __init__(self, total: float, compile_seconds: float):
-        self.compile_seconds = compile_seconds
-        self.wall_seconds = max(0.0, total - compile_seconds)
 
 
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,
@@ -278,11 +270,11 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
                f"{fit.draws} draws ({fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
     final_messages = [m for m in final.messages if not m.startswith("started from")]
     result = method.result(target, seed, final.draws,
-                           _Clock(time.perf_counter() - started, compile_seconds + final.cost.compile_seconds),
+                           PhasedClock(time.perf_counter() - started, compile_seconds + final.cost.compile_seconds),
                            grad_evals=spent + final.cost.grad_evals,
                            warmup_grad_evals=spent + final.cost.warmup_grad_evals, stats=final.stats,
                            messages=[message, *final_messages], info=info, interrupted=final.interrupted)
-    result.defer_health(_health_check(final.draws, final.stats, method))
+    result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
     return result
 
 
@@ -301,19 +293,9 @@ def _diagonal_run(method, target, seed, budget, started) -> Result:
                f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
     final_messages = [m for m in final.messages if not m.startswith("started from")]
     result = method.result(target, seed, final.draws,
-                           _Clock(time.perf_counter() - started, final.cost.compile_seconds),
+                           PhasedClock(time.perf_counter() - started, final.cost.compile_seconds),
                            grad_evals=final.cost.grad_evals, warmup_grad_evals=final.cost.warmup_grad_evals,
                            stats=final.stats, messages=[message, *final_messages], info=info,
                            interrupted=final.interrupted)
-    result.defer_health(_health_check(final.draws, final.stats, method))
+    result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
     return result
-
-
-def _health_check(draws, stats, method):
-    """ArviZ's diagnostics of the draws in x, when first read (as every sampler's)."""
-
-    def health():
-        diagnostics = chain_diagnostics(draws, stats, getattr(method, "max_depth", None))
-        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
-
-    return health

@@ -36,7 +36,7 @@ from ..mcmc.adaptation import gradient_based_variance
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive, check_positive_int
-from .sampling import ChainSampler
+from .sampling import ChainSampler, PhasedClock, deferred_chain_health
 
 TUNING_SHARE = 0.4  # under a budget, the share the tuning stages may spend
 
@@ -313,20 +313,11 @@ MAMS_METRICS = ("diag", "dense")
 DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, the rest the whitened run's
 
 
-class _Clock:
-    """A run's time as ``Method.result`` reads it: wall time less compile time."""
-
-    def __init__(self, total: float, compile_seconds: float):
-        self.compile_seconds = compile_seconds
-        self.wall_seconds = max(0.0, total - compile_seconds)
-
-
 def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Result:
     """MAMS(metric="dense"): a diagonal phase, then MAMS on x = m + C z, C from its draws."""
     import dataclasses
     import time
 
-    from ..diagnostics import chain_diagnostics, health_messages
     from ..mcmc.affine import affine_target, dense_factor
 
     started = time.perf_counter()
@@ -349,16 +340,11 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
     message = (f"metric='dense': whitened by the covariance of {info['dense']['first_draws']} draws of a diagonal "
                f"phase ({r1.cost.grad_evals:,} gradients, counted)")
     result = method.result(target, seed, draws,
-                           _Clock(time.perf_counter() - started, r1.cost.compile_seconds + r2.cost.compile_seconds),
+                           PhasedClock(time.perf_counter() - started, r1.cost.compile_seconds + r2.cost.compile_seconds),
                            grad_evals=r1.cost.grad_evals + r2.cost.grad_evals,
                            warmup_grad_evals=r1.cost.grad_evals + r2.cost.warmup_grad_evals, stats=r2.stats,
                            messages=[message, *[m for m in r2.messages if not m.startswith("started from")]],
                            info=info, interrupted=bool(r1.interrupted or r2.interrupted))
-
-    def health():
-        diagnostics = chain_diagnostics(draws, r2.stats, None)
-        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
-
-    result.defer_health(health)
+    result.defer_health(deferred_chain_health(draws, r2.stats))
     return result
 

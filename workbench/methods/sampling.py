@@ -310,3 +310,25 @@ class ChainSampler(Method):
         chains.x0, spent = initial_points(target, chains.rngs, self.init, self.init_jitter)
         chains.start_grad_evals = spent  # paid from the budget (grad_budget_per_chain)
         return chains
+
+
+# -- runs made of phases (a transformed density sampled after a first run on the target) -----
+
+
+class PhasedClock:
+    """A run of several phases' time as ``Method.result`` reads it: wall time less compile time."""
+
+    def __init__(self, total: float, compile_seconds: float):
+        self.compile_seconds = compile_seconds
+        self.wall_seconds = max(0.0, total - compile_seconds)
+
+
+def deferred_chain_health(draws, stats, max_depth=None) -> Callable:
+    """ArviZ's diagnostics of a phased run's draws in x, when first read (as every sampler's)."""
+
+    def health():
+        diagnostics = chain_diagnostics(draws, stats, max_depth)
+        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+    return health
+
