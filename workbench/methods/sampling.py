@@ -179,6 +179,10 @@ class Chains:
         ESS, divergences, tree depth, E-BFMI: ``diagnostics.py``) and build the Result."""
         messages = []
         sampled = run.done > self.n_warmup
+        # the arrays were allocated for every planned iteration: work on what was made (views),
+        # so a long run stopped early is not copied whole (10 s for 3 x 10^6 draws of d = 50)
+        allocated, made = run.draws.shape[1], int(run.done.max()) if run.done.size else 0
+        run = run._replace(draws=run.draws[:, :made], stats=run.stats[:, :made])
         if run.interrupted and not run.errors and sampled.any() and not sampled.all():
             # Ctrl-C before some chains started (more chains than threads): keep the chains that
             # made draws rather than cut them all to the others' none; the cost keeps every chain's
@@ -214,10 +218,10 @@ class Chains:
             info = {**(info or {}), "nan_density_evals": n_nan}
         if run.interrupted:
             messages.append(f"interrupted: kept {kept} draws per chain made before Ctrl-C")
-        if self.budget.grad_evals is not None and not (run.interrupted or run.errors) and (done < draws.shape[1]).any():
+        if self.budget.grad_evals is not None and not (run.interrupted or run.errors) and (done < allocated).any():
             messages.append(
                 f"gradient budget {self.budget.grad_evals} spent: {kept} draws per chain "
-                f"(chains reached {done.min()}..{done.max()} of {draws.shape[1]} iterations incl. warmup)"
+                f"(chains reached {done.min()}..{done.max()} of {allocated} iterations incl. warmup)"
             )
         if (done.max() - done.min()) > 0 and kept > 0:
             messages.append(f"chains cut to the shortest one's {kept} draws")
