@@ -256,7 +256,8 @@ def compile_kernels(names=None) -> dict:
 
 
 # rough cold compile seconds (measured here), to split the kernels evenly between workers
-_COMPILE_WEIGHT = {"_hamiltonian_chain": 10.0, "_fit": 8.0, "_fit_full_rank": 3.0, "_fit_full_rank_natural": 3.0, "_mutate": 2.0}
+_COMPILE_WEIGHT = {"_hamiltonian_chain": 10.0, "_fit": 8.0, "_fit_full_rank": 3.0, "_fit_full_rank_natural": 3.0,
+                   "_mutate": 2.0}
 
 
 def kernel_groups(n: int) -> list[list[str]]:

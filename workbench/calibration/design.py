@@ -15,14 +15,14 @@ estimates is shown beside their ranks."""
 
 
 def _panel(budget: int) -> dict[str, dict]:
-    """label -> method spec: the panel ``workbench compare`` runs at ``budget``, and Laplace
-    (and NUTS on a learned transform, asked for by its label, where the budget fits one)."""
+    """label -> method spec: the panel ``workbench compare`` runs at ``budget``, and Laplace."""
     panel = {label: spec for label, spec, _ in method_panel(budget)}
     return {**panel, LAPLACE[0]: dict(LAPLACE[1])}
 
 
 def _labelled(budget: int) -> dict[str, dict]:
-    """The panel, and the rows run only when asked for by label."""
+    """The panel, and the rows run only when asked for by label: NUTS on a learned transform,
+    where the budget fits one."""
     flow = flow_nuts(budget, 0)
     return {**_panel(budget), **({FLOW_NUTS: flow} if flow is not None else {})}
 

@@ -33,6 +33,8 @@ def affine_density(inner):
     def logp_grad(z, grad_out, data):
         m, chol, f_own, i_own = data
         d = z.size
+        # x and grad_x are allocated per call, as flow.py's density does: the chains call it from
+        # several threads at once, so a scratch buffer in ``data`` would be shared between them
         x = m.copy()
         for i in range(d):
             for j in range(i + 1):

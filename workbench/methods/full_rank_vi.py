@@ -51,8 +51,8 @@ class FullRankVI(PSISResampled, Method):
         eq. 7; ``workbench/vi/natural_gradient.py``), which do not depend on the posterior's
         scales or correlations. "adam": Adam with each coordinate's steps in units of its
         marginal sd (``workbench/vi/full_rank.py``). Measured from the same start, 5,000 steps
-        of 10 draws: on a 103-d stochastic-volatility posterior "natural" ends 0.25 nats below
-        the family's optimum and "adam" 1.4 (worst means 0.3 and 1.2 posterior sds off); on a
+        of 10 draws: on a 103-d stochastic-volatility posterior "natural" ends 0.26-0.58 nats
+        below the family's optimum and "adam" 1.4 (worst means 0.3 and 1.2 posterior sds off); on a
         Bayesian neural network the ELBOs are -25 and -64; on Gaussians and regressions the two
         are level within 0.3 nats, "natural" ahead.
     learning_rate : the step's rate. "natural": the fraction of the natural-gradient step, None

@@ -24,7 +24,9 @@ Both honour a gradient budget: the tuning stages take at most 40% of it, the res
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +35,7 @@ from ..diagnostics import ess as bulk_ess
 from ..mcmc import isokinetic as I
 from ..mcmc import microcanonical as K
 from ..mcmc.adaptation import gradient_based_variance
+from ..mcmc.affine import affine_target, dense_factor
 from ..result import Budget, Result
 from ..target import Target
 from .base import check_positive, check_positive_int
@@ -315,17 +318,18 @@ DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, t
 
 def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Result:
     """MAMS(metric="dense"): a diagonal phase, then MAMS on x = m + C z, C from its draws."""
-    import dataclasses
-    import time
-
-    from ..mcmc.affine import affine_target, dense_factor
-
     started = time.perf_counter()
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xDE5E]).spawn(2)]
     first_warmup = max(method.warmup // 2, 20)
     first = dataclasses.replace(method, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20))
     share = None if budget.grad_evals is None else int(DENSE_FIRST_SHARE * budget.grad_evals)
     r1 = first.run(target, seed=seeds[0], grad_budget=share)
+    if r1.interrupted:  # Ctrl-C in the diagonal phase: that phase is the run
+        return r1
+    if r1.draws.shape[0] * r1.draws.shape[1] < 2:
+        raise ValueError(f"grad_budget={budget.grad_evals} is too small for {method.name}(metric='dense') on "
+                         f"{target.name!r}: its diagonal phase ({share} gradients) made no draws to whiten by; "
+                         "give a larger budget or metric='diag'")
     mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))
     z0 = np.linalg.solve(chol, (r1.draws[:, -1] - mean).T).T
     n_draws = budget.draws if budget.draws is not None else method.draws
@@ -347,4 +351,3 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
                            info=info, interrupted=bool(r1.interrupted or r2.interrupted))
     result.defer_health(deferred_chain_health(draws, r2.stats))
     return result
-

@@ -234,11 +234,6 @@ class Chains:
             if name in stat_dict:
                 stat_dict[name] = stat_dict[name].astype(np.int64)
         kept_draws = draws[:, window].copy()
-        max_depth = getattr(self.method, "max_depth", None)
-
-        def health():  # ArviZ's diagnostics, deferred until the result's messages or info are read
-            diagnostics = chain_diagnostics(kept_draws, stat_dict, max_depth)
-            return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
 
         result = self.method.result(
             self.target, self.seed, kept_draws, self.clock,
@@ -252,7 +247,8 @@ class Chains:
             info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(), **(info or {})},
             interrupted=bool(run.interrupted),
         )
-        result.defer_health(health)
+        # ArviZ's diagnostics, deferred until the result's messages or info are read
+        result.defer_health(deferred_chain_health(kept_draws, stat_dict, getattr(self.method, "max_depth", None)))
         return result
 
 
@@ -316,6 +312,17 @@ class ChainSampler(Method):
         return chains
 
 
+def deferred_chain_health(draws, stats, max_depth=None) -> Callable:
+    """ArviZ's diagnostics of a run's draws (chains, draws, d), computed when the result's
+    messages or info are first read (``Result.defer_health``)."""
+
+    def health():
+        diagnostics = chain_diagnostics(draws, stats, max_depth)
+        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
+
+    return health
+
+
 # -- runs made of phases (a transformed density sampled after a first run on the target) -----
 
 
@@ -325,14 +332,3 @@ class PhasedClock:
     def __init__(self, total: float, compile_seconds: float):
         self.compile_seconds = compile_seconds
         self.wall_seconds = max(0.0, total - compile_seconds)
-
-
-def deferred_chain_health(draws, stats, max_depth=None) -> Callable:
-    """ArviZ's diagnostics of a phased run's draws in x, when first read (as every sampler's)."""
-
-    def health():
-        diagnostics = chain_diagnostics(draws, stats, max_depth)
-        return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
-
-    return health
-

@@ -330,7 +330,7 @@ class SMC(Method):
                     f"grad_budget={budget.grad_evals} is too small for {what}: the pilot run that sizes the runs to "
                     f"the budget needs at least {needed} gradient evaluations (one per particle and one stage of "
                     f"moves), {B.PILOT_SHARE:.0%} of the budget{f' after {reference_evals} for the reference' if reference_evals else ''}; "
-                    "give a larger budget or fewer runs, mcmc_steps or n_leapfrog")
+                    "give a larger budget, or fewer mcmc_steps or n_leapfrog")
             pilot_rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5170]))
 
             def run_pilot(n, cap):

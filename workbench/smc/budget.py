@@ -65,7 +65,7 @@ def size_for_budget(run_pilot: Callable[[int, int], dict], particles: int, runs:
         raise ValueError(
             f"grad_budget is too small for {what}: a pilot run of {n_pilot} particles, which sizes the runs to "
             f"the budget, did not finish its tempering ladder within {PILOT_SHARE:.0%} of it ({cap:,} gradients; it "
-            f"reached b = {reached:.3g} of 1); give a budget several times larger, or fewer runs")
+            f"reached b = {reached:.3g} of 1); give a budget several times larger")
     per_particle = spent / n_pilot
     fits = int((available - spent) / (runs * per_particle * MARGIN))
     margin = MARGIN

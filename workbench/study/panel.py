@@ -63,4 +63,3 @@ def flow_nuts(budget: int, dim: int, chains: int = CHAINS, **settings) -> dict |
         return None
     return {"method": "NUTS", "metric": "flow", "chains": chains, "draws": budget // chains, "progress": False,
             **settings}
-

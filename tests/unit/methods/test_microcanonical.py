@@ -69,3 +69,5 @@ def test_mams_dense_whitens_a_strongly_correlated_posterior():
     assert budgeted.cost.grad_evals <= 20_000
     with pytest.raises(ValueError, match="metric must be one of"):
         wb.methods.MAMS(metric="low_rank")
+    with pytest.raises(ValueError, match="made no draws to whiten by"):
+        wb.methods.MAMS(metric="dense", progress=False).run(t, seed=0, grad_budget=100)
