@@ -30,7 +30,16 @@ ESS per draw, divergences, R-hat and gradients per draw; and over 12 runs of the
 ``docs/benchmarks/banana_nuts.csv``, which the performance study's page shows. ESS >= 400 from
 4,000 draws needs 0.1 ESS per draw.
 
-    python studies/mcmc_speed.py [--quick] [--seed N] [--nutpie] [--banana]
+``--whole-call``: ESS per second of the whole call, as a user times it, on gauss100 at both
+tools' defaults (4 chains x 1,000 draws), 7 seeds, kernels compiled beforehand: ours is
+``NUTS().run()`` (its health check is computed when first read, timed apart as
+``health_seconds``), nutpie's is ``nutpie.sample`` on the same density written in PyMC and
+compiled by nutpie's default Numba backend (its best path; a Python-function model is 20x
+slower), in its own venv. Written to ``docs/benchmarks/whole_call_vs_nutpie.csv``, which the
+performance study's page shows. Goals: a run's fixed cost (call and health less sampling)
+<= 0.05 s; ESS per second of the call >= 2x nutpie's.
+
+    python studies/mcmc_speed.py [--quick] [--seed N] [--nutpie] [--banana] [--whole-call]
 """
 
 from __future__ import annotations
@@ -92,7 +101,11 @@ def main(argv=None):
     parser.add_argument("--nutpie", action="store_true", help="NUTS against nutpie, written to docs/benchmarks/")
     parser.add_argument("--banana", action="store_true", help="NUTS's settings on the banana, long runs, written to "
                                                               "docs/benchmarks/")
+    parser.add_argument("--whole-call", action="store_true", help="ESS per second of the whole call against nutpie's, "
+                                                                  "written to docs/benchmarks/")
     args = parser.parse_args(argv)
+    if args.whole_call:
+        return whole_call_table(seeds=range(args.seed, args.seed + 7))
     if args.nutpie:
         return nutpie_table(seeds=range(args.seed, args.seed + 10))
     if args.banana:
@@ -229,6 +242,64 @@ def nutpie_table(seeds) -> int:
     NUTPIE_CSV.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(NUTPIE_CSV, index=False, float_format="%.4g")
     print(f"-> {NUTPIE_CSV}")
+    return 0
+
+
+WHOLE_CALL_CSV = NUTPIE_CSV.with_name("whole_call_vs_nutpie.csv")
+
+
+def whole_call_table(seeds) -> int:
+    """Ours and nutpie's wall seconds and ESS per second of the whole call on gauss100."""
+    import datetime
+    import subprocess
+    import tempfile
+    import time
+
+    import pandas as pd
+    from nutpie_reference import nutpie_python
+
+    from workbench.diagnostics import chain_diagnostics
+
+    target = wb.targets.gaussian(100, scales="logspace")
+    _ = wb.methods.NUTS(progress=False).run(target, seed=0).messages  # compile (or load) first
+    rows = []
+    for seed in seeds:
+        start = time.perf_counter()
+        res = wb.methods.NUTS(progress=False).run(target, seed=seed)
+        call = time.perf_counter() - start
+        start = time.perf_counter()
+        _ = res.messages
+        health = time.perf_counter() - start
+        rows.append({"tool": "workbench NUTS", "seed": seed, "call_seconds": call, "health_seconds": health,
+                     "sampling_seconds": res.cost.wall_seconds, "grads": res.cost.grad_evals,
+                     "ess_bulk_min": res.info["diagnostics"]["ess_bulk_min"]})
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = Path(tmp) / "out.npz"
+        driver = Path(__file__).resolve().parent / "nutpie_flow_driver.py"
+        proc = subprocess.run([nutpie_python(flow=True), str(driver), "gauss100", "diag", ",".join(map(str, seeds)),
+                               str(out_path)], capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nutpie failed on gauss100: {proc.stderr[-2000:]}")
+        out = dict(np.load(out_path))
+    for seed in seeds:
+        rows.append({"tool": "nutpie", "seed": seed, "call_seconds": float(out[f"seconds_{seed}"][0]),
+                     "health_seconds": np.nan, "sampling_seconds": np.nan, "grads": int(out[f"grads_{seed}"][0]),
+                     "ess_bulk_min": chain_diagnostics(out[f"draws_{seed}"]).ess_bulk_min})
+    frame = pd.DataFrame(rows)
+    frame["ess_per_second"] = frame["ess_bulk_min"] / frame["call_seconds"]
+    frame["ess_per_second_with_health"] = frame["ess_bulk_min"] / (frame["call_seconds"] + frame["health_seconds"])
+    frame["fixed_seconds"] = frame["call_seconds"] + frame["health_seconds"] - frame["sampling_seconds"]
+    summary = frame.groupby("tool", sort=False).median(numeric_only=True).drop(columns="seed").reset_index()
+    ours, theirs = summary.iloc[0], summary.iloc[1]
+    summary["ratio_to_nutpie"] = summary["ess_per_second"] / theirs["ess_per_second"]
+    summary["measured"] = datetime.date.today().isoformat()
+    summary["seeds"] = len(list(seeds))
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"ours / nutpie, ESS per second of the call: {ours['ess_per_second'] / theirs['ess_per_second']:.2f}; "
+          f"with our health check read: {ours['ess_per_second_with_health'] / theirs['ess_per_second']:.2f}; "
+          f"our fixed cost {ours['fixed_seconds']:.3f} s")
+    summary.to_csv(WHOLE_CALL_CSV, index=False, float_format="%.4g")
+    print(f"-> {WHOLE_CALL_CSV}")
     return 0
 
 

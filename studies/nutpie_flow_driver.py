@@ -5,7 +5,9 @@ flowjax) on a few posteriors written as PyMC models, in nutpie's own virtual env
 - ``banana``: Haario's twisted Gaussian, x1 ~ N(0, 10^2), x2 | x1 ~ N(0.03 (x1^2 - 100), 1);
 - ``funnel100``: Neal's funnel, v ~ N(0, 3^2), x_1..99 | v ~ N(0, e^v);
 - ``eight_schools_centered``: mu ~ N(0, 5^2), tau ~ HalfCauchy(5), theta_j ~ N(mu, tau^2),
-  y_j ~ N(theta_j, s_j^2) (rank-based ESS and R-hat do not see tau's log transform).
+  y_j ~ N(theta_j, s_j^2) (rank-based ESS and R-hat do not see tau's log transform);
+- ``gauss100``: independent normals with sds log-spaced from 0.1 to 10, compiled by nutpie's
+  default (Numba) backend: ``studies/mcmc_speed.py --whole-call`` times nutpie's whole call on it.
 
 Writes, per seed, the draws (chains, draws, d), gradients with warmup (sum of n_steps), the
 warmup's share and the divergences after warmup.
@@ -29,6 +31,8 @@ def model(name):
         elif name == "funnel100":
             v = pm.Normal("v", 0, 3)
             pm.Normal("x", 0, pm.math.exp(v / 2), shape=99)
+        elif name == "gauss100":
+            pm.Normal("x", 0, np.logspace(-1, 1, 100), shape=100)
         elif name == "eight_schools_centered":
             y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
             s = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])

@@ -86,7 +86,7 @@ def run_nutpie(target, seeds, chains: int = 4, draws: int = 1000, low_rank: bool
                      "tune": int(out[f"tune_{seed}"][0]), "ess_bulk_min": diag.ess_bulk_min,
                      "ess_per_1k_grad": 1000 * diag.ess_bulk_min / grads, "accept": float(out[f"accept_{seed}"][0]),
                      "step_size": float(out[f"step_{seed}"][0]), "divergences": int(out[f"divergences_{seed}"][0]),
-                     "r_hat_max": diag.r_hat_max})
+                     "r_hat_max": diag.r_hat_max, "seconds": float(out[f"seconds_{seed}"][0])})
     return rows
 
 

@@ -114,6 +114,23 @@ def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
     return sentence, table
 
 
+WHOLE_CALL_CSV = NUTPIE_CSV.with_name("whole_call_vs_nutpie.csv")
+
+
+def whole_call_comparison() -> tuple[str, pd.DataFrame] | None:
+    """The recorded whole-call timing against nutpie (``studies/mcmc_speed.py --whole-call``)."""
+    if not WHOLE_CALL_CSV.exists():
+        return None
+    table = pd.read_csv(WHOLE_CALL_CSV)
+    ours, theirs = table.iloc[0], table.iloc[1]
+    sentence = (f"A whole NUTS().run() on gauss100 takes {ours['call_seconds']:.3f} s against nutpie.sample's "
+                f"{theirs['call_seconds']:.3f} s ({table['measured'].iloc[0]}, median of {table['seeds'].iloc[0]} "
+                f"seeds): ESS per second of the call {ours['ess_per_second'] / theirs['ess_per_second']:.1f}x "
+                f"nutpie's, {ours['ess_per_second_with_health'] / theirs['ess_per_second']:.1f}x with our health "
+                f"check read ({ours['health_seconds']:.3f} s; a run's fixed cost {ours['fixed_seconds']:.3f} s).")
+    return sentence, table
+
+
 BANANA_CSV = NUTPIE_CSV.with_name("banana_nuts.csv")
 
 
@@ -167,6 +184,15 @@ def report(run, folder) -> Page:
         tables.insert(1, ("NUTS against nutpie, each at its own defaults (4 chains x 1,000 draws; nutpie's "
                           "tuning steps in nutpie_tune; recorded by studies/mcmc_speed.py --nutpie, nutpie run "
                           "in its own venv on the same densities)", frame))
+    whole = whole_call_comparison()
+    if whole is not None:
+        sentence, frame = whole
+        finding += " " + sentence
+        tables.insert(1, ("The whole call on gauss100, as a user times it: NUTS().run() and nutpie.sample at their "
+                          "defaults, kernels compiled beforehand; our health check is computed when first read "
+                          "(recorded by studies/mcmc_speed.py --whole-call)",
+                          frame[["tool", "call_seconds", "health_seconds", "fixed_seconds", "ess_bulk_min",
+                                 "ess_per_second", "ess_per_second_with_health", "ratio_to_nutpie"]]))
     banana = banana_health()
     if banana is not None:
         sentence, frame = banana

@@ -11,19 +11,19 @@ Betancourt 2016, "Diagnosing suboptimal cotangent disintegrations in HMC", for E
 - the NUTS tree depth saturated on more than 1% of the draws (trajectories cut short);
 - E-BFMI below 0.2 in any chain (the momentum resampling cannot move the energy enough).
 
-ArviZ computes every number; this module only collects them and words the warnings.
+ArviZ's estimators compute every number (R-hat and ESS by ArviZ's formulas on all coordinates at
+once, in ``convergence``); this module only collects them and words the warnings.
 ``REFERENCE_STANDARD`` is posteriordb's stricter bar for reference posteriors.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
 
-from .jit import jit
+from .convergence import rank_diagnostics
 
 R_HAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
@@ -66,88 +66,6 @@ def _nan_min(a) -> float:
     return -_nan_max(-np.asarray(a, dtype=float))
 
 
-@jit
-def geyer_tau(acov: np.ndarray, chain_mean_term: float) -> float:
-    """The integrated autocorrelation time from (chains, lags) autocovariances by Geyer's initial
-    positive and monotone sequences (Vehtari et al. 2021, eq. 10; Geyer 1992): ArviZ's own loop
-    (``arviz_stats``' ``_DiagnosticsBase._ess``, and the same loop its Numba backend compiles
-    as ``arviz_stats.numba.diagnostics.geyer``), compiled here because ArviZ's base backend runs
-    it in Python, once per lag, and importing its Numba backend costs 2.5 s a process."""
-    n_chain, n_draw = acov.shape
-    mean_var = 0.0
-    for c in range(n_chain):
-        mean_var += acov[c, 0]
-    mean_var = mean_var / n_chain * n_draw / (n_draw - 1.0)
-    var_plus = mean_var * (n_draw - 1.0) / n_draw + chain_mean_term
-    rho = np.zeros(n_draw)
-    rho[0] = 1.0
-
-    def lag_mean(t):
-        total = 0.0
-        for c in range(n_chain):
-            total += acov[c, t]
-        return total / n_chain
-
-    rho_even = 1.0
-    rho_odd = 1.0 - (mean_var - lag_mean(1)) / var_plus
-    rho[1] = rho_odd
-    t = 1
-    while t < n_draw - 3 and rho_even + rho_odd > 0.0:  # initial positive sequence
-        rho_even = 1.0 - (mean_var - lag_mean(t + 1)) / var_plus
-        rho_odd = 1.0 - (mean_var - lag_mean(t + 2)) / var_plus
-        if rho_even + rho_odd >= 0:
-            rho[t + 1] = rho_even
-            rho[t + 2] = rho_odd
-        t += 2
-    max_t = t - 2
-    if rho_even > 0:
-        rho[max_t + 1] = rho_even
-    t = 1
-    while t <= max_t - 2:  # initial monotone sequence
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = (rho[t - 1] + rho[t]) / 2.0
-            rho[t + 2] = rho[t + 1]
-        t += 2
-    if np.isnan(rho).any():  # ArviZ's base: a NaN autocorrelation makes the ESS NaN
-        return np.nan
-    tau = -1.0
-    for k in range(max_t + 1):
-        tau += 2.0 * rho[k]
-    if max_t + 1 < n_draw:
-        tau += rho[max_t + 1]
-    return tau
-
-
-@functools.cache
-def _array_stats():
-    """ArviZ's array diagnostics (rank normalisation, folding, autocovariances, tail quantiles:
-    all ArviZ's), with only the lag loop of ESS compiled (:func:`geyer_tau`): the same numbers
-    to rounding (tested against ``arviz.ess``); on long, strongly autocorrelated chains
-    (random-walk Metropolis at 10^5 gradients) 10-50x faster."""
-    from arviz_stats.base.array import BaseArray
-
-    class CompiledGeyer(BaseArray):
-        def _ess(self, ary, relative=False):  # ArviZ's _DiagnosticsBase._ess with its loop compiled
-            ary = np.asarray(ary, dtype=float)
-            if (np.max(ary) - np.min(ary)) < np.finfo(float).resolution:
-                return ary.size
-            n_chain, n_draw = ary.shape
-            acov = np.ascontiguousarray(self.autocov(ary, axis=1))
-            chain_mean_term = float(np.var(ary.mean(axis=1), ddof=1)) if n_chain > 1 else 0.0
-            tau_hat = geyer_tau(acov, chain_mean_term)
-            ess = n_chain * n_draw
-            return (1 if relative else ess) / max(tau_hat, 1 / np.log10(ess))
-
-    return CompiledGeyer()
-
-
-def ess(draws: np.ndarray, method: str = "bulk", prob: float | None = None) -> np.ndarray:
-    """ArviZ's ESS (``arviz.ess``'s numbers) of every coordinate of (chains, draws, d) ``draws``."""
-    per_coordinate = np.moveaxis(np.asarray(draws, dtype=float), 2, 0)
-    kwargs = {} if prob is None else {"prob": prob}
-    return _array_stats().ess(per_coordinate, chain_axis=-2, draw_axis=-1, method=method, **kwargs)
-
-
 def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: int | None = None) -> ChainDiagnostics:
     """R-hat, bulk and tail ESS (min over coordinates), divergences, tree-depth saturation and
     E-BFMI of (chains, draws, d) ``draws`` with their (chains, draws) ``stats``."""
@@ -157,10 +75,10 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
     chains, n = draws.shape[:2]
     r_hat = ess_bulk = ess_tail = bfmi = math.nan
     if n >= 4 and np.all(np.isfinite(draws)):
-        ess_bulk = _nan_min(ess(draws, method="bulk"))
         # ArviZ 1.x's summary takes the tail ESS at its interval probability (0.89 by default)
-        ess_tail = _nan_min(ess(draws, method="tail", prob=az.rcParams["stats.ci_prob"]))
-        r_hat = _nan_max(az.rhat(draws)) if chains > 1 else math.nan
+        ranked = rank_diagnostics(draws, prob=az.rcParams["stats.ci_prob"])
+        ess_bulk, ess_tail = _nan_min(ranked.ess_bulk), _nan_min(ranked.ess_tail)
+        r_hat = _nan_max(ranked.r_hat) if chains > 1 else math.nan
     energy = stats.get("energy")
     if energy is not None and np.shape(energy)[1] >= 4:
         bfmi = _nan_min(az.bfmi(np.asarray(energy, dtype=float)))

@@ -212,16 +212,19 @@ NO_NRT = {"_nrt": False}
 HOUSE_OPTIONS = {"cache": True, "error_model": "numpy"}
 
 
-def jit(fn=None, *, fastmath: bool = False, nrt: bool = True, inline: bool = False):
+def jit(fn=None, *, fastmath: bool = False, nrt: bool = True, inline: bool = False, nogil: bool = False):
     """The one way the library says ``@numba.njit``: ``@jit`` or ``@jit(fastmath=True, ...)``.
 
     Always ``cache=True`` (compiled code persists across processes) and NumPy's error model
     (above). ``fastmath=True`` allows reassociation and contraction only (``REASSOC``: used
     where measured to vectorise a reduction); ``nrt=False`` for helpers that call the
     target's function and allocate nothing (``NO_NRT``); ``inline=True`` inlines the helper
-    into its callers at the Numba IR level (small scalar helpers in hot loops).
+    into its callers at the Numba IR level (small scalar helpers in hot loops); ``nogil=True``
+    releases the GIL (helpers called from several threads at once).
     """
     options = dict(HOUSE_OPTIONS)
+    if nogil:
+        options["nogil"] = True
     if fastmath:
         options["fastmath"] = REASSOC
     if not nrt:

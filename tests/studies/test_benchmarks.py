@@ -89,3 +89,13 @@ def test_the_nutpie_ratio_interval_covers_the_seeds_noise_and_the_page_sorts_row
     sentence, _ = performance.nutpie_comparison()
     assert "ahead on a (diag) 1.30x (1.10-1.50); level within the seeds' noise on b (diag) 0.98x" in sentence
     assert "behind on c (diag) 0.80x (0.70-0.90)" in sentence
+
+
+def test_the_whole_call_record_reads_as_the_performance_page_says():
+    performance = _load("performance")
+    sentence, table = performance.whole_call_comparison()
+    ours, theirs = table.iloc[0], table.iloc[1]
+    assert list(table["tool"]) == ["workbench NUTS", "nutpie"]
+    assert ours["ratio_to_nutpie"] == pytest.approx(ours["ess_per_second"] / theirs["ess_per_second"], rel=1e-3)
+    assert ours["ess_per_second_with_health"] < ours["ess_per_second"] and ours["fixed_seconds"] > 0
+    assert f"{ours['ess_per_second'] / theirs['ess_per_second']:.1f}x nutpie's" in sentence

@@ -14,7 +14,7 @@ def test_chain_diagnostics_are_arviz_numbers():
     energy = rng.normal(size=(4, 500))
     diag = D.chain_diagnostics(x, {"energy": energy, "diverging": np.zeros((4, 500), bool)})
     assert diag.ess_bulk_min == pytest.approx(np.min(az.ess(x, method="bulk")), rel=1e-12)
-    assert diag.r_hat_max == np.max(az.rhat(x))
+    assert diag.r_hat_max == pytest.approx(np.max(az.rhat(x)), rel=1e-12)
     assert diag.bfmi_min == np.min(az.bfmi(energy))
     assert diag.divergences == 0 and np.isnan(diag.tree_depth_saturated)
 
@@ -68,22 +68,3 @@ def test_the_low_ess_warning_says_it_plainly():
     (message,) = health_messages(diag)
     assert message.startswith("low ESS: the smallest bulk ESS is 162 and the smallest tail ESS is 365, "
                               "below the 400 needed (100 per chain x 4 chains)")
-
-
-@pytest.mark.parametrize("method, prob", [("bulk", None), ("tail", 0.89)])
-def test_ess_equals_arviz_on_long_autocorrelated_chains(method, prob):
-    """Our ESS is ArviZ's (its Geyer loop from ArviZ's Numba backend): the same numbers as
-    ``arviz.ess`` on AR(1) chains whose autocorrelation runs over hundreds of lags."""
-    import arviz as az
-
-    from workbench.diagnostics import ess
-
-    rng = np.random.default_rng(0)
-    x = np.zeros((4, 4000, 3))
-    noise = rng.standard_normal(x.shape)
-    for t in range(1, x.shape[1]):
-        x[:, t] = np.array([0.5, 0.95, 0.995]) * x[:, t - 1] + noise[:, t]
-    kwargs = {} if prob is None else {"prob": prob}
-    expected = np.asarray(az.ess(x, method=method, **kwargs)).ravel()
-    np.testing.assert_allclose(ess(x, method=method, prob=prob), expected, rtol=1e-10)
-    assert expected[0] > 10 * expected[2]  # the chains do differ in how long they remember

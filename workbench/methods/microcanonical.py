@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..diagnostics import ess as bulk_ess
+from ..convergence import ess as bulk_ess
 from ..mcmc import isokinetic as I
 from ..mcmc import microcanonical as K
 from ..mcmc.adaptation import gradient_based_variance
