@@ -42,6 +42,26 @@ def test_a_finite_learning_rate_moves_part_way_and_stays_a_covariance():
     np.testing.assert_allclose(big_cov, s, rtol=1e-5)
 
 
+@pytest.mark.parametrize("lam", [0.3, 40.0])
+def test_the_symmetric_form_is_eq_12_with_a_general_matrix_square_root(lam):
+    """Sigma' = 2 V (I + (I + 4 U V)^(1/2))^-1 as the paper writes it (scipy's sqrtm), against
+    the update's symmetric form 2 L (I + (I + 4 L^T U L)^(1/2))^-1 L^T."""
+    from scipy.linalg import sqrtm
+
+    d = 7
+    z, g, _, _ = _gaussian_batch(d, 12, seed=3)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((d, d))
+    mu, cov = rng.standard_normal(d), a @ a.T / d + 0.5 * np.eye(d)
+    z_bar, g_bar = z.mean(0), g.mean(0)
+    c, gamma = np.cov(z.T, bias=True), np.cov(g.T, bias=True)
+    u = lam * gamma + lam / (1 + lam) * np.outer(g_bar, g_bar)
+    v = cov + lam * c + lam / (1 + lam) * np.outer(mu - z_bar, mu - z_bar)
+    expected = 2 * v @ np.linalg.inv(np.eye(d) + np.real(sqrtm(np.eye(d) + 4 * u @ v)))
+    _, new_cov = bam_update(z, g, mu, cov, lam)
+    np.testing.assert_allclose(new_cov, expected, rtol=1e-9, atol=1e-12)
+
+
 def test_fits_a_100d_correlated_gaussian_within_2000_gradients():
     t = wb.targets.gaussian(100, correlation=0.5, scales="logspace")
     res = wb.methods.BatchAndMatch().run(t, seed=0, grad_budget=2000)
