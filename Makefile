@@ -40,10 +40,10 @@ readme-figure: $(STAMP)
 	$(PY) -m workbench study accuracy --quick
 	cp reports/quick/accuracy/w1_vs_cost.png docs/accuracy_w1_vs_cost.png
 
-# One process: the heavy tests (study pools, chains on threads) already use every core, and
-# under pytest-xdist on 2 cores they contend (measured: 26-31 min against 22 for one process)
+# On every core (pytest-xdist): each test file runs on one worker, and the studies' quick grids
+# on one (tests/conftest.py groups them), so no fixture is computed twice
 test: $(STAMP)
-	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 check-pages: $(STAMP)
 	$(PY) scripts/check_pages.py reports

@@ -47,3 +47,25 @@ def ctrl_c_raises():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs the suite on every core (pytest-xdist, ``--dist loadgroup``): each file's
+    tests go to one worker, so a module's fixtures are made once, and every test of one study's
+    quick grid (the session fixture ``quick_study``) goes to one worker, so each quick study runs
+    once: the render test of study ``name`` (parametrized by it) and its finding's test
+    (``test_<name>_quick_study...``). Without xdist the marks do nothing."""
+    from workbench.study import available_studies
+
+    studies = sorted(available_studies(), key=len, reverse=True)  # "nn4post_ablation" before a shorter prefix
+    for item in items:
+        group = item.nodeid.split("::")[0]
+        if "quick_study" in getattr(item, "fixturenames", ()):
+            callspec = getattr(item, "callspec", None)
+            name = callspec.params.get("name") if callspec is not None else None
+            name = name or next((s for s in studies if item.name.startswith(f"test_{s}_quick_study")), None)
+            if name is None:
+                raise pytest.UsageError(f"{item.nodeid} uses quick_study but names no study: call it "
+                                        "test_<study>_quick_study... so its study runs on one worker")
+            group = f"quick_study:{name}"
+        item.add_marker(pytest.mark.xdist_group(group))
