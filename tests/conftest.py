@@ -49,6 +49,27 @@ def ctrl_c_raises():
         signal.signal(signal.SIGINT, previous)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Under pytest-xdist, before its workers start: compile (or load) the library's kernels
+    once, split between processes (``jit.kernel_groups``), so that the workers load them from
+    Numba's disk cache instead of each compiling every kernel (Numba's cache does not
+    coordinate: two workers compile the same kernel at the same moment). A cold cache is what
+    CI starts from."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # an xdist worker, or no xdist
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from workbench.jit import kernel_groups
+    from workbench.study.runner import compile_library_kernels
+
+    groups = kernel_groups(os.cpu_count() or 1)
+    with ProcessPoolExecutor(len(groups), mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(compile_library_kernels, groups))
+
+
 def pytest_collection_modifyitems(config, items):
     """``make test`` runs the suite on every core (pytest-xdist, ``--dist loadgroup``): each file's
     tests go to one worker, so a module's fixtures are made once, and every test of one study's

@@ -93,8 +93,8 @@ def test_marginalization_quick_study(quick_study):
 def test_evidence_quick_study(quick_study):
     run, text = rendered_page(quick_study, "evidence", ("log_z_vs_cost.png", "mode_weights_vs_cost.png"), "SMC")
     t = run.table[run.table["status"] == "ok"]
-    top = t["grad_budget"].max()
-    smc = t[(t["method"] == "SMC") & (t["grad_budget"] == top)].set_index("target")
+    smc = t[(t["method"] == "SMC") & t["grad_budget"].notna()].sort_values("grad_budget").groupby("target").last()
+    assert len(smc) >= 6 and smc["grad_budget"].max() == 10_000_000
     # with its largest budget SMC's log Z is within a few tenths on every target with exact evidence
     assert (smc["log_z_err"].abs() < 0.5).all(), smc["log_z_err"]
     # and it finds the peaks' masses that NUTS from one start per chain cannot
