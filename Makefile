@@ -40,10 +40,10 @@ readme-figure: $(STAMP)
 	$(PY) -m workbench study accuracy --quick
 	cp reports/quick/accuracy/w1_vs_cost.png docs/accuracy_w1_vs_cost.png
 
-# On every core (pytest-xdist): each test file runs on one worker, and the studies' quick grids
-# on one (tests/conftest.py groups them), so no fixture is computed twice
+# On every core (pytest-xdist): each test file runs on one worker, so no fixture is made twice
+# (the quick studies are one file's); tests/conftest.py compiles the kernels once beforehand
 test: $(STAMP)
-	$(PY) -m pytest -n auto --dist loadgroup --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 check-pages: $(STAMP)
 	$(PY) scripts/check_pages.py reports

@@ -2,6 +2,11 @@ import os
 import tempfile
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # headless: figures render to files only
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one BLAS thread a pytest-xdist worker (set before NumPy loads): the workers already fill
+    # the cores, and BLAS threads spinning beside them made NN4Post's 100-d fits 40x slower
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 # reference posteriors built by tests go to a fresh folder, never to the user's cache
 os.environ["WORKBENCH_CACHE"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 
@@ -20,7 +25,11 @@ def quick_study(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("quick_reports")
     done = {}
-    with make_executor("local") as pool:  # one pool for every study, as `make report` runs them
+    # one pool for every study, as `make report` runs them; under pytest-xdist one process a
+    # worker: each worker is then one stream of work, and two workers' pools do not fight for
+    # the cores (measured: two pools of two on 2 cores ran the suite slower than one process)
+    workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
+    with make_executor("local", workers=workers) as pool:
 
         def run(name, smoke=False):
             """``smoke``: only the quick grid's smallest budget (enough to draw every figure and
@@ -51,11 +60,11 @@ def ctrl_c_raises():
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
-    """Under pytest-xdist, before its workers start: compile (or load) the library's kernels
-    once, split between processes (``jit.kernel_groups``), so that the workers load them from
-    Numba's disk cache instead of each compiling every kernel (Numba's cache does not
-    coordinate: two workers compile the same kernel at the same moment). A cold cache is what
-    CI starts from."""
+    """Under pytest-xdist (``make test``: ``-n auto --dist loadfile``, each file's tests on one
+    worker, so module and session fixtures are made once), before its workers start: compile
+    (or load) the library's kernels once, split between processes (``jit.kernel_groups``), so
+    that the workers load them from Numba's disk cache instead of each compiling every kernel
+    (Numba's cache does not coordinate). A cold cache is what CI starts from."""
     config = session.config
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return  # an xdist worker, or no xdist
@@ -68,25 +77,3 @@ def pytest_sessionstart(session):
     groups = kernel_groups(os.cpu_count() or 1)
     with ProcessPoolExecutor(len(groups), mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(compile_library_kernels, groups))
-
-
-def pytest_collection_modifyitems(config, items):
-    """``make test`` runs the suite on every core (pytest-xdist, ``--dist loadgroup``): each file's
-    tests go to one worker, so a module's fixtures are made once, and every test of one study's
-    quick grid (the session fixture ``quick_study``) goes to one worker, so each quick study runs
-    once: the render test of study ``name`` (parametrized by it) and its finding's test
-    (``test_<name>_quick_study...``). Without xdist the marks do nothing."""
-    from workbench.study import available_studies
-
-    studies = sorted(available_studies(), key=len, reverse=True)  # "nn4post_ablation" before a shorter prefix
-    for item in items:
-        group = item.nodeid.split("::")[0]
-        if "quick_study" in getattr(item, "fixturenames", ()):
-            callspec = getattr(item, "callspec", None)
-            name = callspec.params.get("name") if callspec is not None else None
-            name = name or next((s for s in studies if item.name.startswith(f"test_{s}_quick_study")), None)
-            if name is None:
-                raise pytest.UsageError(f"{item.nodeid} uses quick_study but names no study: call it "
-                                        "test_<study>_quick_study... so its study runs on one worker")
-            group = f"quick_study:{name}"
-        item.add_marker(pytest.mark.xdist_group(group))

@@ -1,9 +1,15 @@
-"""The scientific studies: each quick mode runs end to end and states its finding."""
+"""Every study's quick grid runs and renders its page (the `make report` path), and the
+scientific studies state their findings. One file: under pytest-xdist (``--dist loadfile``) a
+file runs on one worker, so each quick study (the session fixture ``quick_study``) runs once."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+
+from tests.study_fixtures import html_images, is_png
+from workbench.study import available_studies, render_index
 
 
 def rendered_page(quick_study, name: str, pngs, phrase: str):
@@ -142,3 +148,36 @@ def test_mixture_vi_quick_study(quick_study):
     # one Gaussian sits on one mode: its error is at least 1 - the largest weight
     for target in ("GMM10 (5 components)", "three peaks N_d=10"):
         assert s[(target, "FullRankVI")] >= 0.29
+
+
+SMOKE_STUDIES = ("accuracy", "frontier")
+STUDIES = list(available_studies())
+
+
+def test_the_report_has_its_studies():
+    assert {"accuracy", "performance", "calibration", "evidence"} <= set(STUDIES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", STUDIES)
+def test_the_quick_report_renders(quick_study, name):
+    """`make report` in small, one study at a time: its quick grid runs, every image exists and is
+    a valid PNG, its table has its columns, and the index links it. The studies no other test
+    reads a finding of run at their smallest budgets (every page element is still drawn); the
+    rest run their quick grids once, shared with those tests (this file runs on one worker)."""
+    run, page = quick_study(name, smoke=name in SMOKE_STUDIES)
+    images = html_images(page)
+    assert len(images) >= (3 if name in ("accuracy", "performance") else 1), name
+    for image in images:
+        assert is_png(page.parent / image), (name, image)
+    assert "Finding." in page.read_text()
+    columns = set(run.table.columns)
+    scores = {"simulation"} if name == "calibration" else {"w1_mean", "mean_err_max", "ess_bulk_min"}
+    assert {"target", "method", "seed", "status", "grad_evals"} | scores <= columns, name
+    assert (run.table["status"] == "ok").mean() > 0.9, run.table[run.table["status"] != "ok"][["target", "method", "error"]]
+    index = render_index(run.out).read_text()  # one folder for every quick study of this worker
+    assert f"href='quick/{name}/index.html'" in index
+    if name == "performance":
+        perf = pd.read_csv(run.out / "quick" / "performance" / "table.csv")
+        assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
+        assert (perf["overhead"].dropna() > 0.5).all()
