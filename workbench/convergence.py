@@ -35,20 +35,21 @@ class RankDiagnostics(NamedTuple):
     ess_tail: np.ndarray
 
 
-@jit
-def geyer_tau(acov: np.ndarray, chain_mean_term: float) -> float:
+@jit(nogil=True)
+def geyer_tau(acov: np.ndarray, chain_mean_term: float, rho: np.ndarray) -> float:
     """The integrated autocorrelation time from (chains, lags) autocovariances by Geyer's initial
     positive and monotone sequences (Vehtari et al. 2021, eq. 10; Geyer 1992): ArviZ's own loop
     (``arviz_stats``' ``_DiagnosticsBase._ess``, and the same loop its Numba backend compiles
     as ``arviz_stats.numba.diagnostics.geyer``), compiled here because ArviZ's base backend runs
-    it in Python, once per lag, and importing its Numba backend costs 2.5 s a process."""
+    it in Python, once per lag, and importing its Numba backend costs 2.5 s a process. ``rho``
+    is scratch space of one entry per lag (reused across coordinates: nothing is allocated)."""
     n_chain, n_draw = acov.shape
     mean_var = 0.0
     for c in range(n_chain):
         mean_var += acov[c, 0]
     mean_var = mean_var / n_chain * n_draw / (n_draw - 1.0)
     var_plus = mean_var * (n_draw - 1.0) / n_draw + chain_mean_term
-    rho = np.zeros(n_draw)
+    rho[:] = 0.0
     rho[0] = 1.0
 
     def lag_mean(t):
@@ -77,13 +78,14 @@ def geyer_tau(acov: np.ndarray, chain_mean_term: float) -> float:
             rho[t + 1] = (rho[t - 1] + rho[t]) / 2.0
             rho[t + 2] = rho[t + 1]
         t += 2
-    if np.isnan(rho).any():  # ArviZ's base: a NaN autocorrelation makes the ESS NaN
-        return np.nan
     tau = -1.0
-    for k in range(max_t + 1):
-        tau += 2.0 * rho[k]
-    if max_t + 1 < n_draw:
-        tau += rho[max_t + 1]
+    for k in range(n_draw):
+        if np.isnan(rho[k]):  # ArviZ's base: a NaN autocorrelation makes the ESS NaN
+            return np.nan
+        if k <= max_t:
+            tau += 2.0 * rho[k]
+        elif k == max_t + 1:
+            tau += rho[k]
     return tau
 
 
@@ -91,8 +93,9 @@ def geyer_tau(acov: np.ndarray, chain_mean_term: float) -> float:
 def geyer_taus(acov: np.ndarray, chain_mean_terms: np.ndarray) -> np.ndarray:
     """:func:`geyer_tau` of each coordinate's (chains, lags) autocovariances in (d, chains, lags)."""
     out = np.empty(acov.shape[0])
+    rho = np.empty(acov.shape[2])
     for i in range(acov.shape[0]):
-        out[i] = geyer_tau(acov[i], chain_mean_terms[i])
+        out[i] = geyer_tau(acov[i], chain_mean_terms[i], rho)
     return out
 
 
@@ -142,10 +145,10 @@ def fold_sorted(s: np.ndarray, order: np.ndarray, median: np.ndarray) -> tuple[n
 
 @functools.cache
 def _array_stats():
-    """ArviZ's array diagnostics (rank normalisation, folding, autocovariances, tail quantiles:
-    all ArviZ's), with only the lag loop of ESS compiled (:func:`geyer_tau`): for the ESS
-    methods that :func:`ess` hands to ArviZ (on long, strongly autocorrelated chains 10-50x
-    faster than ArviZ's base backend), and SciPy's FFT."""
+    """ArviZ's array diagnostics with its ESS of one coordinate computed by
+    :func:`effective_size` (the lag loop compiled: on long, strongly autocorrelated chains
+    10-50x faster than ArviZ's base backend), and SciPy's FFT: for the ESS methods that
+    :func:`ess` hands to ArviZ, and ArviZ's ``autocov`` for :func:`effective_size`."""
     import scipy.fft
     from arviz_stats.base.array import BaseArray
 
@@ -157,16 +160,10 @@ def _array_stats():
         def irfft(self, ary, n, axis=-1):
             return scipy.fft.irfft(ary, n=n, axis=axis)
 
-        def _ess(self, ary, relative=False):  # ArviZ's _DiagnosticsBase._ess with its loop compiled
+        def _ess(self, ary, relative=False):  # ArviZ's _DiagnosticsBase._ess, as effective_size
             ary = np.asarray(ary, dtype=float)
-            if (np.max(ary) - np.min(ary)) < np.finfo(float).resolution:
-                return ary.size
-            n_chain, n_draw = ary.shape
-            acov = np.ascontiguousarray(self.autocov(ary, axis=1))
-            chain_mean_term = float(np.var(ary.mean(axis=1), ddof=1)) if n_chain > 1 else 0.0
-            tau_hat = geyer_tau(acov, chain_mean_term)
-            ess = n_chain * n_draw
-            return (1 if relative else ess) / max(tau_hat, 1 / np.log10(ess))
+            ess = float(effective_size(ary[None])[0])
+            return ess / ary.size if relative else ess
 
     return CompiledGeyer()
 
@@ -301,12 +298,11 @@ def _rank_diagnostics(x: np.ndarray, prob: float) -> RankDiagnostics:
 
 def ess(draws: np.ndarray, method: str = "bulk", prob: float | None = None) -> np.ndarray:
     """ArviZ's ESS (``arviz.ess``'s numbers) of every coordinate of (chains, draws, d) ``draws``:
-    bulk and tail ESS of finite draws all coordinates at once, any other case by ArviZ."""
+    the bulk ESS of finite draws all coordinates at once, any other case (tail ESS included: it
+    comes with R-hat from :func:`rank_diagnostics`) by ArviZ with the compiled lag loop."""
     x = _as_coordinates(draws)
     if x is not None and method == "bulk":
         return effective_size(z_scale(split_chains(x))[0])
-    if x is not None and method == "tail" and prob is not None:
-        return rank_diagnostics(draws, prob).ess_tail
     per_coordinate = np.moveaxis(np.asarray(draws, dtype=float), 2, 0)
     kwargs = {} if prob is None else {"prob": prob}
     return _array_stats().ess(per_coordinate, chain_axis=-2, draw_axis=-1, method=method, **kwargs)

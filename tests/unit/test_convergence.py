@@ -78,7 +78,7 @@ def test_a_constant_coordinate_and_non_finite_draws_are_arviz_too():
 @pytest.mark.parametrize("method, prob", [("bulk", None), ("tail", 0.89), ("mean", None)])
 def test_ess_equals_arviz_on_long_autocorrelated_chains(method, prob):
     """ArviZ's numbers on AR(1) chains whose autocorrelation runs over hundreds of lags, by
-    this module's path (bulk, tail) and by ArviZ's own with the compiled Geyer loop (mean)."""
+    this module's path (bulk) and by ArviZ's own with the compiled lag loop (tail, mean)."""
     x = ar1_chains(np.random.default_rng(0), (4, 4000, 3), np.array([0.5, 0.95, 0.995]))
     kwargs = {} if prob is None else {"prob": prob}
     expected = np.asarray(az.ess(x, method=method, **kwargs)).ravel()

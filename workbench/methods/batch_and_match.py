@@ -12,9 +12,10 @@ which has a closed form (eq. 11-12): with the batch means z_bar, g_bar and covar
     Sigma' = 2 V (I + (I + 4 U V)^(1/2))^-1
     mu' = mu / (1 + lambda) + lambda / (1 + lambda) (Sigma' g_bar + z_bar)
 
-O(d^3) per step (a Cholesky factor and a symmetric eigendecomposition). The learning rate is the paper's lambda_t = B d / (t + 1)
-(sec. 5). Gaussian score matching (GSM-VI, Modi et al. 2023, arXiv 2307.07849) is its limit
-lambda -> infinity with B = 1: ``BatchAndMatch(batch_size=1, learning_rate=math.inf)``.
+O(d^3) per step (a Cholesky factor and a symmetric eigendecomposition). The learning rate is
+the paper's lambda_t = B d / (t + 1) (sec. 5). Gaussian score matching (GSM-VI, Modi et al.
+2023, arXiv 2307.07849) is its limit lambda -> infinity with B = 1:
+``BatchAndMatch(batch_size=1, learning_rate=math.inf)``.
 
 On a Gaussian target one step with lambda -> infinity from a batch of B >= d + 1 draws is
 exact: Sigma' Gamma Sigma' = C with Gamma = S^-1 C S^-1 gives Sigma' = S, and then
@@ -54,7 +55,8 @@ def bam_update(z: np.ndarray, g: np.ndarray, mu: np.ndarray, cov: np.ndarray, la
         m, q = np.linalg.eigh(low.T @ gamma @ low)
         if m.min() <= 0:
             raise np.linalg.LinAlgError("the batch's score covariance is singular")
-        new_cov = (low @ q) / np.sqrt(m) @ (low @ q).T
+        lq = low @ q
+        new_cov = (lq / np.sqrt(m)) @ lq.T
         w_old, w_new = 0.0, 1.0
     else:
         if math.isinf(lam):  # one draw: Gaussian score matching (Modi et al. 2023), U and V stay finite
