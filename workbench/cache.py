@@ -31,10 +31,11 @@ from .errors import CacheWarning
 def code_digest() -> str:
     """A hash of the library's own source (every ``.py`` file under ``workbench/``): part of
     every cache key, so a cell or reference computed by other code, even under the same
-    version number, is computed again rather than reused (a changed default, a fixed bug)."""
+    version number, is computed again rather than reused (a changed default, a fixed bug).
+    Files under ``__pycache__`` are not source: the adapters ``jit.py`` writes there are not."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.relative_to(root).parts):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]

@@ -11,6 +11,11 @@ from workbench.jit import HOUSE_OPTIONS, REASSOC, jit
 LIBRARY = Path(__file__).resolve().parents[2] / "workbench"
 
 
+def library_modules():
+    """The package's source files (not the adapters cached under __pycache__)."""
+    return [p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts]
+
+
 def test_the_house_jit_states_cache_error_model_and_named_options():
     @jit
     def plain(x):
@@ -38,7 +43,7 @@ ALLOWED = {("user_density.py", "_finite_difference_logp_grad"), ("pymc_model.py"
 
 def test_the_library_compiles_only_through_the_house_jit():
     offenders = []
-    for path in LIBRARY.rglob("*.py"):
+    for path in library_modules():
         if path.name == "jit.py":
             continue
         lines = path.read_text().splitlines()
@@ -52,7 +57,7 @@ def test_the_library_compiles_only_through_the_house_jit():
 
 
 def test_docstrings_cite_papers_not_issue_numbers():
-    hits = [f"{p.relative_to(LIBRARY)}:{n}" for p in LIBRARY.rglob("*.py")
+    hits = [f"{p.relative_to(LIBRARY)}:{n}" for p in library_modules()
             for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bissue \d+", line, re.I)]
     assert not hits, hits
 
@@ -76,3 +81,83 @@ def test_kernel_settings_cast_by_annotation_so_every_instance_has_one_numba_type
         kernel_settings(Settings, steps=1, rat=0.1)
     with pytest.raises(TypeError, match=r"Settings needs \['rate'\]"):
         kernel_settings(Settings, steps=1)
+
+
+# -- the kernels' adapter of a target's function (compile_kernel_form) -------------------
+
+def _adapter_values(adapter, target, theta):
+    import numpy as np
+
+    grad = np.empty(target.dim)
+    return adapter(theta, grad, target.kernel_data), grad
+
+
+def test_an_importable_function_gets_an_adapter_cached_on_disk_that_equals_the_function():
+    import numpy as np
+
+    import workbench as wb
+    from workbench.jit import KERNEL_FORM_DIR, compile_kernel_form
+
+    target = wb.targets.funnel(dim=5)
+    adapter = compile_kernel_form(target.logp_grad, target._packed.layout)
+    module = adapter.py_func.__module__
+    assert module.startswith("kernel_form_")
+    assert (KERNEL_FORM_DIR / f"{module}.py").exists()
+    assert adapter.targetoptions["_nrt"] is False  # no reference counting where none is needed
+    theta = np.linspace(-1.0, 1.0, 5)
+    logp, grad = _adapter_values(adapter, target, theta)
+    want_grad = np.empty(5)
+    want = target.logp_grad(theta, want_grad, target.data)
+    assert logp == pytest.approx(want, rel=1e-14) and np.allclose(grad, want_grad, rtol=1e-14)
+
+
+def test_a_fresh_process_loads_the_adapter_from_numbas_cache_instead_of_compiling():
+    import subprocess
+    import sys
+
+    import workbench as wb
+
+    wb.targets.banana(dim=2).kernel_logp_grad  # compiled (and saved) here, if not already
+    code = ("import workbench as wb\n"
+            "a = wb.targets.banana(dim=2).kernel_logp_grad\n"
+            "print(sum(a.stats.cache_hits.values()), sum(a.stats.cache_misses.values()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    hits, misses = map(int, out.stdout.split())
+    assert (hits, misses) == (1, 0)
+
+
+def test_an_allocating_function_is_compiled_with_numbas_runtime_and_remembered():
+    import numpy as np
+
+    import workbench as wb
+    from workbench.jit import KERNEL_FORM_DIR, compile_kernel_form
+
+    target = wb.targets.bnn(n_data=20, widths=[3])
+    adapter = compile_kernel_form(target.logp_grad, target._packed.layout)
+    assert adapter.targetoptions.get("_nrt", True)  # with the runtime (np.empty inside)
+    assert list(KERNEL_FORM_DIR.glob("*.needs_runtime"))  # so a next process goes straight there
+    theta = 0.1 * np.ones(target.dim)
+    logp, grad = _adapter_values(adapter, target, theta)
+    want_grad = np.empty(target.dim)
+    assert logp == pytest.approx(target.logp_grad(theta, want_grad, target.data), rel=1e-12)
+    assert np.allclose(grad, want_grad, rtol=1e-12)
+
+
+def test_a_closure_is_compiled_in_memory():
+    import numpy as np
+
+    from workbench.jit import _cached_adapter, compile_kernel_form, pack_data
+
+    scale = 2.0
+
+    @numba.njit
+    def logp_grad(theta, grad_out, data):
+        grad_out[:] = -scale * theta * data[0]
+        return -0.5 * scale * np.sum(data[0] * theta**2)
+
+    packed = pack_data((np.ones(3),))
+    assert _cached_adapter(logp_grad, packed.layout, False, {}) is None
+    adapter = compile_kernel_form(logp_grad, packed.layout)
+    grad = np.empty(3)
+    assert adapter(np.ones(3), grad, packed.packed) == pytest.approx(-3.0)
+    assert np.allclose(grad, -2.0)
