@@ -80,18 +80,23 @@ def linear_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     return lp
 
 
-@jit
+@jit(fastmath=True)
 def _logistic_loglik_row(theta, grad_out, X, y, i, scale):
-    """Adds scale x d/dtheta log Bernoulli(y_i; sigmoid(x_i theta)); returns scale x value."""
+    """Adds scale x d/dtheta log Bernoulli(y_i; sigmoid(x_i theta)); returns scale x value.
+
+    One exponential serves both the sigmoid and the softplus (with t = exp(-|eta|):
+    sigmoid(eta) = 1 / (1 + t) or t / (1 + t), log(1 + e^eta) = log1p(t) + max(eta, 0)), and
+    the two loops over the coefficients are left to reassociate, so they vectorise."""
     p = theta.size
     eta = 0.0
     for j in range(p):
         eta += X[i, j] * theta[j]
-    w = scale * (y[i] - sigmoid(eta))
+    t = math.exp(-abs(eta))
+    prob = 1.0 / (1.0 + t) if eta >= 0.0 else t / (1.0 + t)
+    w = scale * (y[i] - prob)
     for j in range(p):
         grad_out[j] += w * X[i, j]
-    # y eta - log(1 + e^eta), stable for any eta
-    return scale * (y[i] * eta - log1pexp(eta))
+    return scale * (y[i] * eta - (math.log1p(t) + max(eta, 0.0)))
 
 
 @jit
