@@ -23,7 +23,7 @@ from scipy import linalg
 
 from ..jit import jit
 from ..errors import TargetError
-from ..numerics import log1pexp, LOG_2PI, norm, sigmoid
+from ..numerics import LOG_2PI, norm
 from ..approximations import Gaussian
 from ..target import Target, Truth
 from ..target_forms import Generative
