@@ -355,9 +355,10 @@ def compile_kernels(names=None) -> dict:
     return out
 
 
-# rough cold compile seconds (measured here), to split the kernels evenly between workers
-_COMPILE_WEIGHT = {"_hamiltonian_chain": 10.0, "_fit": 8.0, "_fit_full_rank": 3.0, "_fit_full_rank_natural": 3.0,
-                   "_mutate": 2.0}
+# cold compile seconds, measured here one kernel at a time, to split the kernels evenly between
+# workers (the rest take about a second or less)
+_COMPILE_SECONDS = {"_hamiltonian_chain": 28.0, "_hamiltonian_chain_diag": 13.0, "_fit": 7.3,
+                    "_microcanonical_chain": 2.5, "_fit_full_rank": 2.3, "_mutate": 2.0, "_fit_full_rank_natural": 1.8}
 
 
 def kernel_groups(n: int) -> list[list[str]]:
@@ -366,10 +367,10 @@ def kernel_groups(n: int) -> list[list[str]]:
     groups: list[list[str]] = [[] for _ in range(max(1, n))]
     load = [0.0] * len(groups)
     library = [k for k in KERNELS if k.startswith("workbench.")]
-    for name in sorted(library, key=lambda k: -_COMPILE_WEIGHT.get(k.rsplit(".", 1)[1], 1.0)):
+    for name in sorted(library, key=lambda k: -_COMPILE_SECONDS.get(k.rsplit(".", 1)[1], 0.5)):
         i = load.index(min(load))
         groups[i].append(name)
-        load[i] += _COMPILE_WEIGHT.get(name.rsplit(".", 1)[1], 1.0)
+        load[i] += _COMPILE_SECONDS.get(name.rsplit(".", 1)[1], 0.5)
     return [g for g in groups if g]
 
 
@@ -389,16 +390,16 @@ class TargetKernel:
         ``nogil=True``: kernels run on threads.
     """
 
-    def __init__(self, py_func: Callable, signature_for: Callable, **options):
+    def __init__(self, py_func: Callable, signature_for: Callable, name: str | None = None, **options):
         self.py_func = py_func
         self.signature_for = signature_for
         self.options = {**HOUSE_OPTIONS, "nogil": True, **options}
         self._dispatcher = None
         self._lock = threading.Lock()
-        self.__name__ = py_func.__name__
+        self.__name__ = name or py_func.__name__
         self.__doc__ = py_func.__doc__
         self.__wrapped__ = py_func
-        KERNELS[f"{py_func.__module__}.{py_func.__name__}"] = self
+        KERNELS[f"{py_func.__module__}.{self.__name__}"] = self
 
     def compiled(self):
         """The compiled dispatcher (compiled, or loaded from the disk cache, on first use)."""
@@ -414,12 +415,13 @@ class TargetKernel:
         return self.compiled()
 
 
-def target_kernel(signature_for: Callable, **options) -> Callable[[Callable], TargetKernel]:
+def target_kernel(signature_for: Callable, name: str | None = None, **options) -> Callable[[Callable], TargetKernel]:
     """Decorator: ``@target_kernel(lambda t: RETURN_TYPE(t.logp_grad, t.data, ...))``, ``t`` the
-    :class:`TargetTypes` of a data layout."""
+    :class:`TargetTypes` of a data layout; ``name`` registers a second kernel of the same
+    function (another signature) under its own name."""
 
     def wrap(py_func):
-        return TargetKernel(py_func, signature_for, **options)
+        return TargetKernel(py_func, signature_for, name=name, **options)
 
     return wrap
 

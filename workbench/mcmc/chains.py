@@ -97,6 +97,10 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     ``x`` is the starting point (overwritten). A diagonal metric lives in ``inv_mass`` (the
     starting inverse metric, overwritten with the adapted one); a low-rank or dense one in
     ``transform`` (``metric.MetricTransform``, overwritten likewise), with ``inv_mass`` = 1.
+    ``transform`` is None under a diagonal metric: this function is compiled twice, for a map
+    and for None (``hamiltonian_chain`` and ``hamiltonian_chain_diag``), and Numba prunes each
+    ``if transform is not None`` branch by the argument's type, so each kernel holds one NUTS
+    tree, not both (the one kernel that held both took 40 s to compile, on one core).
     ``adapt_log`` gets (metric estimates, estimates that failed and left the diagonal alone,
     warmup iterations run, times the target acceptance was raised, the final target x 1e4). Returns (iterations done, gradient evaluations, of which in warmup, final step).
     """
@@ -104,7 +108,6 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     n_warmup = settings.n_warmup
     n_total = n_warmup + settings.n_draws
     metric = settings.metric
-    transformed = metric == A.METRIC_LOW_RANK or metric == A.METRIC_DENSE
 
     vecs = np.zeros((N_VECS, d))
     # termination.checkpoints: one row per tree level, for the deepest tree any phase may build
@@ -112,7 +115,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     sd = np.empty(d)  # the momentum's sds, 1 / sqrt(inv_mass)
     momentum_sd(inv_mass, sd)
     diag = A.diag_init(d if metric == A.METRIC_DIAG or metric == A.METRIC_DIAG_STAN else 1)
-    window = A.window_init(d if transformed else 1, settings.window_capacity if transformed else 1)
+    window = A.window_init(d if transform is not None else 1, settings.window_capacity if transform is not None else 1)
     g = np.empty(d)
     logp = logp_grad(x, g, data)
     n_grad = 1
@@ -122,14 +125,15 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     # the trajectory's coordinates: x itself, or y = A^-1 x under a low-rank or dense metric;
     # there (q, gq) carry the chain from one transition to the next, and x follows for the
     # draws (g, the gradient in x, only where the metric's estimator needs it)
-    q = np.empty(d) if transformed else x
-    gq = np.empty(d) if transformed else g
-    if transformed:
+    q = np.empty(d) if transform is not None else x
+    gq = np.empty(d) if transform is not None else g
+    if transform is not None:
         from_position(transform, x, q)
         to_transformed_gradient(transform, g, gq)
     step = settings.step_size
     if step <= 0.0:
-        step, k = _reasonable_step(logp_grad, data, q, gq, logp, inv_mass, sd, transform, transformed, rng, 1.0, vecs)
+        step, k = find_reasonable_step_size(logp_grad, data, q, gq, logp, inv_mass, sd, transform, rng, 1.0,
+                                            vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
         n_grad += k
     da = dual_averaging_start(step)
     n_grad_warmup = n_grad if n_warmup > 0 else 0
@@ -160,33 +164,20 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
         # a diagonal metric passes None for the map: see metric.potential
         # a WALNUTS transition stops before a leaf the budget cannot pay for in full
         max_grads = settings.grad_budget - n_grad if settings.grad_budget >= 0 else 1 << 62
-        if settings.algorithm == ALGO_NUTS and transformed:
+        if settings.algorithm == ALGO_NUTS:
             logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
                 logp_grad, data, q, gq, logp, eps, inv_mass, sd, transform, depth_limit,
                 settings.max_energy_error, rng, vecs, ckpt, settings.walnuts_error, settings.walnuts_halvings,
                 leaf_cost, max_grads
             )
-        elif settings.algorithm == ALGO_NUTS:
-            logp, accept, accept_sym, n, depth, diverging, energy, energy_error = nuts_transition(
-                logp_grad, data, q, gq, logp, eps, inv_mass, sd, None, depth_limit,
-                settings.max_energy_error, rng, vecs, ckpt, settings.walnuts_error, settings.walnuts_halvings,
-                leaf_cost, max_grads
-            )
-        elif transformed:
+        else:
             logp, accept, n, diverging, energy, energy_error = static_transition(
                 logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, transform,
                 settings.max_energy_error, rng, vecs, ckpt
             )
             depth = 0
             accept_sym = accept
-        else:
-            logp, accept, n, diverging, energy, energy_error = static_transition(
-                logp_grad, data, q, gq, logp, eps, settings.n_leapfrog, inv_mass, sd, None,
-                settings.max_energy_error, rng, vecs, ckpt
-            )
-            depth = 0
-            accept_sym = accept
-        if transformed:
+        if transform is not None:
             to_position(transform, q, x)
         n_grad += n
         draws_out[it, :] = x
@@ -220,7 +211,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                     A.diag_update(diag, x, g)
                 elif metric == A.METRIC_DIAG_STAN:
                     A.stan_update(diag, x)
-                elif transformed:
+                elif transform is not None:
                     from_transformed_gradient(transform, gq, g)
                     A.window_update(window, x, g)
             if flags & A.UPDATE_METRIC:
@@ -230,7 +221,7 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                 elif metric == A.METRIC_DIAG_STAN:
                     A.stan_final(diag, inv_mass)
                     momentum_sd(inv_mass, sd)
-                elif transformed:
+                elif transform is not None:
                     draws, grads = A.window_foreground(window)
                     rank = A.fisher_metric(draws, grads, settings.gamma, settings.cutoff, settings.max_rank,
                                            transform.sigma, transform.vecs, transform.sqrt_vals)
@@ -246,13 +237,13 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
             if flags & A.SWITCH_WINDOW:
                 if metric == A.METRIC_DIAG:
                     A.diag_switch(diag)
-                elif transformed:
+                elif transform is not None:
                     A.window_switch(window)
             if flags & A.RESET_WINDOW:
                 A.stan_reset(diag)
             if flags & A.RESTART_STEP:  # the metric changed: restart the step-size adaptation
-                step, k = _reasonable_step(logp_grad, data, q, gq, logp, inv_mass, sd, transform, transformed, rng,
-                                           step, vecs)
+                step, k = find_reasonable_step_size(logp_grad, data, q, gq, logp, inv_mass, sd, transform, rng, step,
+                                                    vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
                 n_grad += k
                 da = dual_averaging_start(step)
                 last_restart = it
@@ -294,17 +285,15 @@ def _floor_log2(n):
     return k
 
 
-@jit
-def _reasonable_step(logp_grad, data, q, g, logp, inv_mass, sd, transform, transformed, rng, step, vecs):
-    """find_reasonable_step_size with the map under a low-rank or dense metric, None otherwise."""
-    if transformed:
-        return find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, sd, transform, rng, step,
-                                         vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
-    return find_reasonable_step_size(logp_grad, data, q, g, logp, inv_mass, sd, None, rng, step,
-                                     vecs[PAIR_Q], vecs[P0], vecs[PAIR_G])
-
-
 hamiltonian_chain = target_kernel(
     lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, SETTINGS_TYPE, INDEX, VEC, TRANSFORM_TYPE, MATRIX, MATRIX,
                            INDEX, INDEX),
 )(_hamiltonian_chain)
+"""The chain under a low-rank or dense metric (``transform`` a ``metric.MetricTransform``)."""
+
+hamiltonian_chain_diag = target_kernel(
+    lambda t: CHAIN_RETURN(t.logp_grad, t.data, VEC, RNG, SETTINGS_TYPE, INDEX, VEC, numba.types.none, MATRIX, MATRIX,
+                           INDEX, INDEX),
+    name="_hamiltonian_chain_diag",
+)(_hamiltonian_chain)
+"""The chain under a diagonal metric (``transform`` None)."""

@@ -1,6 +1,7 @@
 """Hamiltonian Monte Carlo samplers: ``HMC`` (fixed number of leapfrog steps) and ``NUTS``.
 
-Both run ``workbench.mcmc.chains.hamiltonian_chain``: one compiled kernel per chain, on
+Both run ``workbench.mcmc.chains.hamiltonian_chain`` (``hamiltonian_chain_diag`` under a diagonal
+metric): one compiled kernel per chain, on
 threads, with dual-averaging step-size adaptation and metric (mass matrix) adaptation
 during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
 
@@ -174,11 +175,12 @@ class _Hamiltonian(ChainSampler):
             from .flow_metric import run_flow
 
             return run_flow(self, target, seed, budget)
-        chains = self.start_chains(K.hamiltonian_chain, target, seed, budget)
+        transformed = self.metric in ("low_rank", "dense")
+        kernel = K.hamiltonian_chain if transformed else K.hamiltonian_chain_diag
+        chains = self.start_chains(kernel, target, seed, budget)
         n_warmup, d, n_chains = chains.n_warmup, target.dim, self.chains
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
         metric = A.METRICS[self.metric]
-        transformed = self.metric in ("low_rank", "dense")
         schedule = A.warmup_schedule(n_warmup, metric, adapt_step=n_warmup > 0)
         max_rank = self._max_rank(d, schedule.window_capacity) if transformed else 0
         walnuts_error, walnuts_halvings = self._walnuts_settings()
@@ -202,8 +204,8 @@ class _Hamiltonian(ChainSampler):
             for c in range(n_chains):
                 transforms[c].sigma[:] = np.sqrt(start_inv_mass[c])
             inv_mass = np.ones((n_chains, d))
-        else:  # the kernel's signature takes a map; a diagonal metric never reads it
-            transforms = [metric_transform(d, 0) for _ in range(n_chains)]
+        else:  # the diagonal kernel takes no map (mcmc/chains.py)
+            transforms = [None] * n_chains
             inv_mass = start_inv_mass
         adapt_log = np.zeros((n_chains, 5), dtype=np.int64)  # see mcmc/chains.py
         pathfinder_evals = chains.start_grad_evals
