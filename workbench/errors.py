@@ -17,6 +17,12 @@ class TargetError(WorkbenchError, ValueError):
     """A target is built with invalid settings or its density function is unusable."""
 
 
+class BudgetTooSmallError(WorkbenchError, ValueError):
+    """A method refuses a gradient budget below what its first stage needs (SMC's tempering
+    ladder, Pathfinder's paths, a mode search): nothing ran. A study records the cell as
+    "budget too small", a measurement of the method, not a failure."""
+
+
 class NonFiniteDensityError(TargetError):
     """The log density (or its gradient) is NaN or infinite at a point that must be valid.
 

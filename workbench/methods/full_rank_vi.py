@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import Gaussian
+from ..errors import BudgetTooSmallError
 from ..jit import C_PROGRESS
 from ..result import Budget, Result
 from ..target import Target
@@ -158,7 +159,7 @@ class FullRankVI(PSISResampled, Method):
             return target.initial_point.copy(), self.init_scale * np.eye(d), 1, None
         needed = M.min_grad_evals(d)
         if budget.grad_evals is not None and budget.grad_evals < 2 * needed:
-            raise ValueError(
+            raise BudgetTooSmallError(
                 f"grad_budget={budget.grad_evals} is too small for init={self.init!r} on {target.name!r} (d={d}): "
                 f"the ascent to the mode needs up to {needed} gradient evaluations and the fit as many again; "
                 f"give grad_budget >= {2 * needed} or init='point'"

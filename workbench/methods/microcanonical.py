@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..convergence import ess as bulk_ess
+from ..errors import BudgetTooSmallError
 from ..mcmc import isokinetic as I
 from ..mcmc import microcanonical as K
 from ..mcmc.adaptation import gradient_based_variance
@@ -327,7 +328,7 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
     if r1.interrupted:  # Ctrl-C in the diagonal phase: that phase is the run
         return r1
     if r1.draws.shape[0] * r1.draws.shape[1] < 2:
-        raise ValueError(f"grad_budget={budget.grad_evals} is too small for {method.name}(metric='dense') on "
+        raise BudgetTooSmallError(f"grad_budget={budget.grad_evals} is too small for {method.name}(metric='dense') on "
                          f"{target.name!r}: its diagonal phase ({share} gradients) made no draws to whiten by; "
                          "give a larger budget or metric='diag'")
     mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))

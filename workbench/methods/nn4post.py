@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import GaussianMixture
+from ..errors import BudgetTooSmallError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
@@ -289,7 +290,7 @@ class NN4Post(PSISResampled, Method):
             planned = steps * self.n_components * self.samples
         else:
             if budget.grad_evals < 2 * needed:
-                raise ValueError(
+                raise BudgetTooSmallError(
                     f"grad_budget={budget.grad_evals} is too small for init='modes' on {target.name!r} (d={d}): "
                     f"its mode search needs at least {needed} gradient evaluations and the fit as many again; "
                     f"give grad_budget >= {2 * needed} or init='box'"

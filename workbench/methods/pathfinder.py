@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import WorkbenchError
+from ..errors import BudgetTooSmallError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
@@ -121,7 +121,7 @@ class Pathfinder(Method):
         share = budget.grad_evals // self.paths - pooled
         needed = 2 + 2 * self.elbo_draws
         if share < needed:
-            raise ValueError(
+            raise BudgetTooSmallError(
                 f"grad_budget={budget.grad_evals} is too small for {self.name}(paths={self.paths}) on "
                 f"{target.name!r}: each path needs at least {needed + pooled} gradient evaluations "
                 f"({needed} for a first Gaussian and its ELBO" + (f", {pooled} for its draws' densities" if pooled else "")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import WorkbenchError
+from ..errors import BudgetTooSmallError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..smc import budget as B
@@ -326,7 +326,7 @@ class SMC(Method):
             available = budget.grad_evals - reference_evals
             needed = B.PILOT_MIN + self._stage_cost(B.PILOT_MIN)
             if B.PILOT_SHARE * available < needed:
-                raise ValueError(
+                raise BudgetTooSmallError(
                     f"grad_budget={budget.grad_evals} is too small for {what}: the pilot run that sizes the runs to "
                     f"the budget needs at least {needed} gradient evaluations (one per particle and one stage of "
                     f"moves), {B.PILOT_SHARE:.0%} of the budget{f' after {reference_evals} for the reference' if reference_evals else ''}; "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
+from ..errors import BudgetTooSmallError
 PILOT_MAX, PILOT_MIN = 64, 8  # the pilot's particles: an eighth of a run's, within these
 PILOT_SHARE = 0.25  # the share of the budget the pilot may spend
 # what a particle's ladder costs, for sizing the pilot (measured at the defaults: 480-890 gradients
@@ -62,7 +63,7 @@ def size_for_budget(run_pilot: Callable[[int, int], dict], particles: int, runs:
     betas = out["stages"]["beta"]
     if out["jumped"] and not out.get("interrupted", False):
         reached = betas[-2] if len(betas) > 1 else 0.0
-        raise ValueError(
+        raise BudgetTooSmallError(
             f"grad_budget is too small for {what}: a pilot run of {n_pilot} particles, which sizes the runs to "
             f"the budget, did not finish its tempering ladder within {PILOT_SHARE:.0%} of it ({cap:,} gradients; it "
             f"reached b = {reached:.3g} of 1); give a budget several times larger")
@@ -76,7 +77,7 @@ def size_for_budget(run_pilot: Callable[[int, int], dict], particles: int, runs:
         return Sizing(particles, spent, None)
     if fits < MIN_PARTICLES:
         needed = spent + math.ceil(runs * MIN_PARTICLES * per_particle * SMALL_RUN_MARGIN)
-        raise ValueError(
+        raise BudgetTooSmallError(
             f"grad_budget is too small for {what}: its ladder costs about {per_particle:,.0f} gradients a particle "
             f"(a pilot run of {n_pilot} particles), so {runs} run(s) of at least {MIN_PARTICLES} particles need "
             f"about {needed:,} gradients; give a larger budget or fewer runs")

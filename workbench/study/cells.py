@@ -25,12 +25,16 @@ import numpy as np
 
 from .. import metrics
 from ..diagnostics import health_flags
+from ..errors import BudgetTooSmallError
 from ..methods import build_method
 from ..targets.specs import build_target
 
 # draws kept per chain for the figures (the table's metrics use all draws; weighted draws are
 # importance-resampled from all of them)
 KEEP_DRAWS = 1000
+
+BUDGET_TOO_SMALL = "budget too small"
+"""A cell's status when its method refused the budget at the start (``BudgetTooSmallError``)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ def _resample_for_figures(result, keep: int, seed: int) -> dict:
 
 
 def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
-    """Run one cell. Never raises: a failure comes back as ``{"status": "error", ...}``.
+    """Run one cell. Never raises: a failure comes back as ``{"status": "error", ...}`` (a method
+    that refuses its budget as too small, ``{"status": "budget too small", ...}``).
 
     Returns {"status", "error", "row": metrics and costs, "arrays": small arrays for figures}.
     """
@@ -151,7 +156,8 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             status, error = "failed", "NaN or inf in the draws"
     except Exception as exc:  # recorded in the table; the study goes on
         return {
-            "status": "error",
+            # a budget below what the method's first stage needs: nothing ran (not a failure)
+            "status": BUDGET_TOO_SMALL if isinstance(exc, BudgetTooSmallError) else "error",
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(limit=8),
             "row": {"cell_seconds": time.perf_counter() - start},

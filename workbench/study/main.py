@@ -44,8 +44,10 @@ def render_run(study: Study, run: StudyRun, options: RunOptions) -> Path:
 
 
 def _summary(run: StudyRun, path: Path) -> str:
+    from .report import refused_text
+
     return (f"{run.study.name}: {len(run.cells)} cells ({run.computed} computed, {run.cached} cached, "
-            f"{run.failed} failed) in {run.seconds:.0f} s -> {path}")
+            f"{run.failed} failed{refused_text(run)}) in {run.seconds:.0f} s -> {path}")
 
 
 def report_study(study: Study, args, executor=None) -> int:

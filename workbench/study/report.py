@@ -100,11 +100,18 @@ def _setting_text(value) -> str:
     return str(value)
 
 
+def refused_text(run) -> str:
+    """", N refused a budget too small for the method" when any did (SMC below its ladder's cost)."""
+    n = int((run.table["status"] == "budget too small").sum())
+    return f", {n} refused a budget too small for the method" if n else ""
+
+
 def cell_counts(table: pd.DataFrame) -> dict:
     """How many cells of a study's table ran, failed and were never run."""
     status = table["status"]
     return {"cells": int(len(table)), "ok": int((status == "ok").sum()),
-            "failed": int(status.isin(["error", "failed"]).sum()), "missing": int((status == "missing").sum())}
+            "failed": int(status.isin(["error", "failed"]).sum()), "missing": int((status == "missing").sum()),
+            "budget_too_small": int((status == "budget too small").sum())}
 
 
 def grid_summary(run) -> pd.DataFrame:
@@ -166,7 +173,8 @@ def render_study(run, page: Page) -> Path:
         parts.append(f"<h2>{html.escape(title)}</h2>{_table_html(frame)}")
     bad = run.table[run.table["status"] != "ok"]
     if len(bad):
-        parts.append("<h2>Cells that failed (or are not computed yet)</h2>")
+        parts.append("<h2>Cells that did not run: failed, refused a budget too small for the method, "
+                     "or not computed yet</h2>")
         parts.append(_table_html(bad[["target", "method", "seed", "grad_budget", "status", "error"]]))
     if run.references:
         ref_method = study.reference_method
@@ -198,7 +206,7 @@ def render_study(run, page: Page) -> Path:
     parts.append(
         "<h2>Provenance</h2><p>"
         f"Mode: <b>{mode}</b>. {len(run.cells)} cells ({run.computed} computed in this run, {run.cached} from the cache, "
-        f"{run.failed} failed), executor: {html.escape(run.executor)}, {run.seconds:.0f} s. "
+        f"{run.failed} failed{refused_text(run)}), executor: {html.escape(run.executor)}, {run.seconds:.0f} s. "
         f"Rendered {_dt.datetime.now().isoformat(timespec='seconds')}.</p>"
         f"<p>Versions: {html.escape(', '.join(f'{k} {v}' for k, v in versions.items()))}.</p>"
         f"<p>Re-run: <code>{rerun}</code> (or <code>workbench study {study.name}{' --quick' if run.quick else ''}</code>); "

@@ -33,6 +33,27 @@ def test_a_failing_cell_is_recorded_and_the_others_complete(tmp_path):
     assert run_study(replace(TINY, grid=grid), executor="serial", out=tmp_path, progress=False).computed == 0
 
 
+def test_a_method_refusing_a_budget_too_small_is_recorded_as_such_not_as_a_failure(tmp_path):
+    from workbench.errors import BudgetTooSmallError
+    from workbench.study.main import render_run
+    from workbench.study.options import RunOptions
+
+    with pytest.raises(BudgetTooSmallError, match="is too small for SMC"):  # a ValueError too
+        wb.methods.SMC(runs=4, particles=25, progress=False).run(wb.targets.gaussian(dim=10), seed=0, grad_budget=500)
+
+    def grid(quick):
+        smc = Cell(GAUSS, {"method": "SMC", "runs": 4, "particles": 25, "progress": False}, 0, 500,
+                   labels={"method": "SMC"})
+        return TINY.grid(quick)[:1] + [smc]
+
+    study = replace(TINY, grid=grid)
+    run = run_study(study, executor="serial", out=tmp_path, progress=False)
+    assert list(run.table["status"]) == ["ok", "budget too small"] and run.failed == 0
+    assert "is too small for SMC" in run.table.loc[1, "error"]
+    page = render_run(study, run, RunOptions.of(None, out=tmp_path)).read_text()
+    assert "0 failed, 1 refused a budget too small for the method" in page
+
+
 @dataclasses.dataclass(frozen=True)
 class AlwaysInterrupted(wb.methods.Method):
     """A method whose every run comes back as Ctrl-C leaves it (a partial Result)."""
