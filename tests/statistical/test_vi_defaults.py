@@ -233,6 +233,24 @@ def test_mean_field_vi_reaches_its_familys_optimum_on_a_latent_variable_model():
 
 
 @pytest.mark.slow
+def test_mean_field_vi_reaches_its_familys_optimum_on_the_stochastic_volatility_model():
+    """From its defaults (about 63,000 gradients: it stops itself) MeanFieldVI ends within 0.1
+    reference sds of the mean-field family's optimum in every mean, though the optimum itself is
+    1.79 reference sds from the posterior in its worst mean (the family's bias, not the
+    optimiser's). Measured 0.069 and 0.076 (seeds 1, 2); on the log-Gaussian Cox process 0.081
+    and 0.078. The optimum is that of 4,000 fixed draws: with 500 its location moved by 0.18
+    reference sds between two draw sets, too coarse to check a fit against."""
+    from workbench.references.shipped import shipped_reference
+
+    t = wb.posteriors.load("stochastic_volatility")
+    ref_sd = shipped_reference(t).draws.std(axis=0)
+    mu_opt, _ = _fixed_draws_mean_field_optimum(t, n_draws=4000)
+    fit = wb.methods.MeanFieldVI(progress=False).run(t, seed=1)
+    gap = np.abs(fit.approximation.mean - mu_opt) / ref_sd
+    assert gap.max() < 0.1, (t.param_names[int(np.argmax(gap))], gap.max())
+
+
+@pytest.mark.slow
 def test_on_centred_eight_schools_each_vi_method_lands_or_says_it_failed_and_why():
     """The funnel: a Gaussian family cannot fit it. Each VI method either ends within 0.5
     posterior sds of the answer (NUTS on the non-centred form, mapped to the centred
