@@ -244,7 +244,9 @@ def _cached_adapter(fn, layout: tuple, batch: bool, options: dict):
         )
 
     with open(source_file, "rb") as f:
-        fn_digest = hashlib.sha256(f.read()).hexdigest()
+        # the file as it is now, and the function as this process loaded it (they differ when
+        # the file was edited after the import: the loaded code is what gets compiled)
+        fn_digest = hashlib.sha256(f.read() + _code_digest(py.__code__)).hexdigest()
     try:
         KERNEL_FORM_DIR.mkdir(parents=True, exist_ok=True)
         for runtime in (False, True):  # without Numba's runtime unless fn allocates (as above)
@@ -268,6 +270,15 @@ def _cached_adapter(fn, layout: tuple, batch: bool, options: dict):
     except OSError:  # a read-only install: compile in memory
         return None
     return None
+
+
+def _code_digest(code) -> bytes:
+    """The bytes of a code object that say what it computes (its bytecode, names and constants,
+    nested functions' too), the same in every process (``marshal``'s output is not)."""
+    parts = [code.co_code, repr(code.co_names).encode()]
+    for const in code.co_consts:
+        parts.append(_code_digest(const) if hasattr(const, "co_code") else repr(const).encode())
+    return hashlib.sha256(b"\0".join(parts)).digest()
 
 
 def _import_file(name: str, path: Path):

@@ -161,3 +161,32 @@ def test_a_closure_is_compiled_in_memory():
     grad = np.empty(3)
     assert adapter(np.ones(3), grad, packed.packed) == pytest.approx(-3.0)
     assert np.allclose(grad, -2.0)
+
+
+def test_an_edited_function_gets_a_new_cached_adapter(tmp_path, monkeypatch):
+    """The adapter's file name carries the function's file and the code this process loaded:
+    a file edited after its import compiles what was loaded, and the reloaded function gets
+    a new adapter rather than the one compiled from the old code."""
+    import importlib
+    import sys
+
+    import numpy as np
+
+    from workbench.jit import compile_kernel_form, pack_data
+
+    source = ("import numba\n\n\n@numba.njit(cache=True)\ndef logp_grad(theta, grad_out, data):\n"
+              "    grad_out[:] = -{k} * theta\n    return -0.5 * {k} * (theta ** 2).sum()\n")
+    module_file = tmp_path / "user_density_probe.py"
+    module_file.write_text(source.format(k=1.0))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("user_density_probe")
+    module_file.write_text(source.format(k=3.0))  # edited after the import
+    packed = pack_data((np.zeros(1),))
+    grad = np.empty(2)
+    loaded = compile_kernel_form(module.logp_grad, packed.layout)
+    assert loaded(np.ones(2), grad, packed.packed) == pytest.approx(-1.0)  # the code in memory
+    module = importlib.reload(module)
+    edited = compile_kernel_form(module.logp_grad, packed.layout)
+    assert edited.py_func.__module__ != loaded.py_func.__module__
+    assert edited(np.ones(2), grad, packed.packed) == pytest.approx(-3.0) and np.allclose(grad, -3.0)
+    sys.modules.pop("user_density_probe", None)
