@@ -15,9 +15,9 @@ kernels through a small *adapter* compiled for it (``kernel_form``): it cuts the
 back into the user's arrays (views, no copy) and calls the user's ``logp_grad``, which
 is inlined. So each kernel is compiled once, whatever the targets' data layouts, and its
 compiled code is cached on disk; only the adapter (a fraction of a second to 2 s) is compiled
-per target, and it too is cached on disk when the user's function is importable by name. Measured: a cold ``make report`` spent
-206 of its 437 cell-seconds compiling when kernels were compiled per data layout (each of
-7 layouts x 8 kernels, often in both workers at once).
+per target, and it too is cached on disk when the user's function is importable by name.
+Measured: a cold ``make report`` spent 206 of its 437 cell-seconds compiling when kernels were
+compiled per data layout (each of 7 layouts x 8 kernels, often in both workers at once).
 
 ``target_kernel`` below builds one explicit-signature dispatcher of the kernel's Python
 function; explicit signatures also switch off Numba's lazy compilation, so a call can never
@@ -229,7 +229,9 @@ def _cached_adapter(fn, layout: tuple, batch: bool, options: dict):
     if getattr(mod, qualname, None) is not fn or not source_file or not os.path.exists(source_file):
         return None
     signature = "logp_grad_batch_signature(PACKED)" if batch else "logp_grad_signature(PACKED)"
-    opts = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items()))
+    # a set's repr follows string hashing, which differs between processes: spelled out sorted
+    opts = ", ".join(f"{k}={f'set({sorted(v)!r})' if isinstance(v, (set, frozenset)) else repr(v)}"
+                     for k, v in sorted(options.items()))
     body = _adapter_source(layout, batch)
 
     def source(runtime: bool) -> str:

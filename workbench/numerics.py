@@ -24,6 +24,15 @@ def sigmoid(x):
     return e / (1.0 + e)
 
 
+@jit(inline=True)
+def sigmoid_and_log1pexp(x):
+    """(sigmoid(x), log(1 + exp(x))) from one exponential, t = exp(-|x|): sigmoid is 1 / (1 + t)
+    or t / (1 + t), softplus log1p(t) + max(x, 0). A logistic likelihood needs both per row."""
+    t = math.exp(-abs(x))
+    prob = 1.0 / (1.0 + t) if x >= 0.0 else t / (1.0 + t)
+    return prob, math.log1p(t) + max(x, 0.0)
+
+
 @jit
 def logsumexp(values):
     """log(sum(exp(values))) of a 1-D array, stable; -inf for an empty or all -inf array."""

@@ -190,3 +190,23 @@ def test_an_edited_function_gets_a_new_cached_adapter(tmp_path, monkeypatch):
     assert edited.py_func.__module__ != loaded.py_func.__module__
     assert edited(np.ones(2), grad, packed.packed) == pytest.approx(-3.0) and np.allclose(grad, -3.0)
     sys.modules.pop("user_density_probe", None)
+
+
+def test_a_fastmath_functions_adapter_has_one_file_name_in_every_process(tmp_path):
+    """fastmath flags are a set, whose order follows string hashing: the adapter's file (and so
+    Numba's cache) must not depend on PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "fastmath_probe.py").write_text(
+        "import numba\n\n\n@numba.njit(fastmath={'reassoc', 'contract', 'nsz', 'arcp'})\n"
+        "def logp_grad(theta, grad_out, data):\n    grad_out[:] = -theta\n    return -0.5 * (theta ** 2).sum()\n")
+    code = ("import numpy as np\nfrom fastmath_probe import logp_grad\nfrom workbench.jit import compile_kernel_form, pack_data\n"
+            "print(compile_kernel_form(logp_grad, pack_data((np.zeros(1),)).layout).py_func.__module__)")
+    names = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=True)
+        names.add(out.stdout.strip())
+    assert len(names) == 1 and next(iter(names)).startswith("kernel_form_")

@@ -6,13 +6,16 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from workbench.numerics import log1pexp, logsumexp, mvn_logp_grad, sigmoid
+from workbench.numerics import log1pexp, logsumexp, mvn_logp_grad, sigmoid, sigmoid_and_log1pexp
 
 
 @pytest.mark.parametrize("x", [-800.0, -40.0, -1.0, 0.0, 1e-8, 3.0, 40.0, 800.0])
 def test_log1pexp_and_sigmoid_are_stable_where_the_naive_forms_overflow(x):
     assert log1pexp(x) == pytest.approx(np.logaddexp(0.0, x), rel=1e-14, abs=1e-300)
     assert sigmoid(x) == pytest.approx(special.expit(x), rel=1e-14, abs=1e-300)
+    prob, softplus = sigmoid_and_log1pexp(x)  # the two from one exponential
+    assert prob == pytest.approx(special.expit(x), rel=1e-14, abs=1e-300)
+    assert softplus == pytest.approx(np.logaddexp(0.0, x), rel=1e-14, abs=1e-300)
 
 
 def test_logsumexp_matches_scipy_including_empty_and_all_minus_infinity():

@@ -17,6 +17,7 @@ import math
 from typing import Callable, NamedTuple
 
 from ..errors import BudgetTooSmallError
+
 PILOT_MAX, PILOT_MIN = 64, 8  # the pilot's particles: an eighth of a run's, within these
 PILOT_SHARE = 0.25  # the share of the budget the pilot may spend
 # what a particle's ladder costs, for sizing the pilot (measured at the defaults: 480-890 gradients

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..references import REFERENCE_RUNS
-from .cells import target_label
+from .cells import BUDGET_TOO_SMALL, target_label
 from .runner import page_folder
 from .verdict import verdict_html
 
@@ -102,7 +102,7 @@ def _setting_text(value) -> str:
 
 def refused_text(run) -> str:
     """", N refused a budget too small for the method" when any did (SMC below its ladder's cost)."""
-    n = int((run.table["status"] == "budget too small").sum())
+    n = cell_counts(run.table)["budget_too_small"]
     return f", {n} refused a budget too small for the method" if n else ""
 
 
@@ -111,7 +111,7 @@ def cell_counts(table: pd.DataFrame) -> dict:
     status = table["status"]
     return {"cells": int(len(table)), "ok": int((status == "ok").sum()),
             "failed": int(status.isin(["error", "failed"]).sum()), "missing": int((status == "missing").sum()),
-            "budget_too_small": int((status == "budget too small").sum())}
+            "budget_too_small": int((status == BUDGET_TOO_SMALL).sum())}
 
 
 def grid_summary(run) -> pd.DataFrame:

@@ -235,7 +235,7 @@ def run_study(
         frame.to_csv(table_path, index=False)
         return frame
 
-    last_write = [time.perf_counter()]
+    last_write = time.perf_counter()
     own = isinstance(executor, str)  # else a running executor shared by several studies
     ex = make_executor(executor, workers, scheduler) if own else executor
     references: dict = {}
@@ -245,7 +245,7 @@ def run_study(
             bar = _progress_bar(len(todo) + len(ref_todo), f"{study.name}", progress)
 
             def cell_done(i, outcome):
-                nonlocal computed
+                nonlocal computed, last_write
                 if isinstance(outcome, WorkerLost):  # recorded, not cached: the next run tries again
                     entry = {"status": "failed", "error": str(outcome), "row": {}}
                     warnings.warn(f"{study.name}: cell {i} failed: {outcome}", RuntimeWarning, stacklevel=3)
@@ -254,9 +254,9 @@ def run_study(
                     cache.put(keys[i], entry, outcome["arrays"])
                     computed += 1
                 entries[i] = entry
-                if time.perf_counter() - last_write[0] > TABLE_EVERY_SECONDS:
+                if time.perf_counter() - last_write > TABLE_EVERY_SECONDS:
                     write_table()
-                    last_write[0] = time.perf_counter()
+                    last_write = time.perf_counter()
                 bar.update()
                 if on_cell_done is not None:
                     on_cell_done(i, entry)

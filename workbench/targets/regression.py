@@ -23,7 +23,7 @@ from scipy import linalg
 
 from ..jit import jit
 from ..errors import TargetError
-from ..numerics import LOG_2PI, norm
+from ..numerics import LOG_2PI, norm, sigmoid_and_log1pexp
 from ..approximations import Gaussian
 from ..target import Target, Truth
 from ..target_forms import Generative
@@ -84,19 +84,17 @@ def linear_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
 def _logistic_loglik_row(theta, grad_out, X, y, i, scale):
     """Adds scale x d/dtheta log Bernoulli(y_i; sigmoid(x_i theta)); returns scale x value.
 
-    One exponential serves both the sigmoid and the softplus (with t = exp(-|eta|):
-    sigmoid(eta) = 1 / (1 + t) or t / (1 + t), log(1 + e^eta) = log1p(t) + max(eta, 0)), and
-    the two loops over the coefficients are left to reassociate, so they vectorise."""
+    The sigmoid and the softplus share one exponential (``sigmoid_and_log1pexp``), and the two
+    loops over the coefficients may reassociate, so they vectorise."""
     p = theta.size
     eta = 0.0
     for j in range(p):
         eta += X[i, j] * theta[j]
-    t = math.exp(-abs(eta))
-    prob = 1.0 / (1.0 + t) if eta >= 0.0 else t / (1.0 + t)
+    prob, softplus = sigmoid_and_log1pexp(eta)
     w = scale * (y[i] - prob)
     for j in range(p):
         grad_out[j] += w * X[i, j]
-    return scale * (y[i] * eta - (math.log1p(t) + max(eta, 0.0)))
+    return scale * (y[i] * eta - softplus)
 
 
 @jit
