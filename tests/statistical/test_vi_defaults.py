@@ -250,6 +250,60 @@ def test_mean_field_vi_reaches_its_familys_optimum_on_the_stochastic_volatility_
     assert gap.max() < 0.1, (t.param_names[int(np.argmax(gap))], gap.max())
 
 
+def _fixed_draws_full_rank_optimum(target, start_mean, start_sd, n_draws, seed=0):
+    """The full-rank Gaussian N(mu, L L^T) that maximises the ELBO averaged over fixed base
+    draws, by SciPy's L-BFGS (as the mean-field one above): its mean."""
+    from scipy.optimize import minimize
+
+    d = target.dim
+    eta = np.random.default_rng(seed).standard_normal((n_draws, d))
+    tril = np.tril_indices(d)
+    on_diagonal = np.flatnonzero(tril[0] == tril[1])  # stored as log L_ii
+
+    def negative_elbo(p):
+        chol_entries = p[d:].copy()
+        chol_entries[on_diagonal] = np.exp(chol_entries[on_diagonal])
+        chol = np.zeros((d, d))
+        chol[tril] = chol_entries
+        x = p[:d] + eta @ chol.T
+        lp, g = np.empty(n_draws), np.empty((n_draws, d))
+        for i in range(n_draws):
+            lp[i], g[i] = target.logp_and_grad(x[i])
+        if not np.all(np.isfinite(lp)):
+            return np.inf, np.zeros_like(p)
+        grad_chol = (g.T @ eta / n_draws)[tril]
+        grad_chol[on_diagonal] = grad_chol[on_diagonal] * chol_entries[on_diagonal] + 1.0
+        return -(lp.mean() + p[d:][on_diagonal].sum()), -np.concatenate([g.mean(0), grad_chol])
+
+    start = np.zeros(d * (d + 1) // 2)
+    start[on_diagonal] = np.log(start_sd)
+    fit = minimize(negative_elbo, np.concatenate([start_mean, start]), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000})
+    assert fit.success, fit.message
+    return fit.x[:d]
+
+
+@pytest.mark.slow
+def test_full_rank_vi_reaches_its_familys_optimum_on_the_stochastic_volatility_model():
+    """From its defaults FullRankVI ends within 0.1 reference sds of the full-rank family's
+    optimum in every mean (L-BFGS on 4,000 fixed draws; two draw sets put it 0.058 apart).
+    Measured 0.029 and 0.048 (seeds 1, 2; 10,000-12,000 steps), the optimum itself 0.26 from
+    the posterior; on the Brownian motion 0.027-0.029, on the log-Gaussian Cox process
+    0.03. Before its gradient left out q's score (Roeder et al. 2017) and its stopping rule
+    watched the mean, it ended 0.41 away."""
+    from workbench.references.shipped import shipped_reference
+    from workbench.vi.fit import STATUS_CONVERGED
+
+    t = wb.posteriors.load("stochastic_volatility")
+    ref = shipped_reference(t).draws
+    ref_mean, ref_sd = ref.mean(axis=0), ref.std(axis=0)
+    mu_opt = _fixed_draws_full_rank_optimum(t, ref_mean, ref_sd, n_draws=4000)
+    fit = wb.methods.FullRankVI(progress=False).run(t, seed=1)
+    gap = np.abs(fit.approximation.mean - mu_opt) / ref_sd
+    assert gap.max() < 0.1, (t.param_names[int(np.argmax(gap))], gap.max())
+    assert fit.info["status"] == STATUS_CONVERGED  # it stopped itself, not at its step cap
+
+
 @pytest.mark.slow
 def test_on_centred_eight_schools_each_vi_method_lands_or_says_it_failed_and_why():
     """The funnel: a Gaussian family cannot fit it. Each VI method either ends within 0.5

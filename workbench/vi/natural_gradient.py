@@ -9,20 +9,30 @@ a change dC = C X, X lower triangular, changes C^-1 dSigma C^-T by X + X^T), wit
 theta_s = mu + C eta_s and whitened gradients u_s = C^T g_s (g_s the target's gradient at
 theta_s), the steps are
 
-    d mu = rho C u_bar,            u_bar = 1/S sum_s u_s,
-    d C  = rho C H(M),             M = I + 1/(2 S) sum_s (eta_s u_s^T + u_s eta_s^T),
+    d mu = rho C v_bar,            v_bar = 1/S sum_s v_s,        v_s = u_s + eta_s,
+    d C  = rho C H(M),             M = 1/(2 S) sum_s (eta_s v_s^T + v_s eta_s^T),
 
 where H(M) keeps M's lower triangle with its diagonal halved, and M estimates
 2 C^T grad_Sigma(ELBO) C by Stein's lemma (E_q[grad^2 log p] = Sigma^-1 E_q[(theta - mu) g^T]):
 its expectation is 0 exactly where q's covariance is optimal. (For a Gaussian target
-N(m, P^-1): E u = -C^T P (mu - m) and E M = I - C^T P C, both 0 at q = p.)
+N(m, P^-1): E v = -C^T P (mu - m) and E M = I - C^T P C, both 0 at q = p.)
+
+v_s = C^T (grad log p - grad log q)(theta_s) is the "sticking the landing" gradient (Roeder,
+Wu and Duvenaud 2017, eq. 8): the score of q, whose expectation is 0, is left out of the
+estimate, and with it the noise that does not vanish at the optimum (for q = p every v_s is 0:
+the estimate is exact). The plain estimate, u_s in place of v_s and I + 1/(2 S) sum_s
+(eta_s u_s^T + u_s eta_s^T) for M, has the same expectation (E[eta] = 0, E[eta eta^T] = I).
+Measured on a 103-d stochastic-volatility posterior, 10^5 gradients with the stopping rule
+off: the plain estimate ended 0.17 reference sds from the family's optimum in its worst mean
+(0.086 at 2 x 10^5), this one 0.028.
+The ELBO is estimated in the same way, as the mean of log p - log q over the draws.
 
 Why natural gradients: the step is the same whatever the coordinates' scales and correlations
 (it is affine invariant), so a posterior whose scales differ by orders of magnitude, or whose
 latent series is strongly correlated, is crossed in as many steps as an isotropic one. Adam's
 per-coordinate steps are not: on a 103-d stochastic-volatility posterior, 5,000 Adam steps
 from the same start end 1.4 nats below the family's optimum (worst mean 1.2 posterior sds
-off), these steps 0.25 nats below it (0.3 sd, the optimum itself being 0.25 sd off).
+off).
 
 The trust region: rho is the scheduled rate, cut so that the step's length in q's own
 whitened coordinates, sqrt(|u_bar|^2 + 2 |H(M)|_F^2) rho (the square root of twice the KL
@@ -34,8 +44,13 @@ and it keeps C's diagonal positive: rho |H(M)_ii| <= MAX_STEP / sqrt(2) < 1.
 Parameters are one flat vector as in ``full_rank.py`` (mu, then C row-major with the diagonal
 stored as softplus^-1 of C_ii), so the two optimisers share pack, unpack and the returned fit
 (the running average of the iterates, over about the last tenth of the steps). The rate's
-schedule, the stopping rule and the rule for rejected steps are ``stopping.py``'s. Cost per
-step: S gradients and O(S d^2 + d^3 / 6) arithmetic (the product C H(M)).
+schedule, the stopping rule and the rule for rejected steps are ``stopping.py``'s, with one
+addition: a window whose average mean moved more than :data:`MAX_DRIFT` of q's sds from the
+window before is not a plateau, and the fit does not stop while the mean moves. Along a
+weakly identified direction the ELBO is flat long before the mean stops travelling: on the
+stochastic-volatility posterior under a budget of 5 x 10^5 gradients, the ELBO's rule alone
+stopped 0.08-0.13 reference sds from the family's optimum, with this addition 0.04-0.05.
+Cost per step: S gradients and O(S d^2 + d^3 / 6) arithmetic (the product C H(M)).
 """
 
 from __future__ import annotations
@@ -55,12 +70,14 @@ from .stopping import (
     accept_step,
     learning_rate,
     new_rejections,
+    record_drift,
     record_elbo,
     reject_step,
 )
 
+MAX_DRIFT = 0.05  # a window's average mean moved more than this many of q's sds: still travelling
 MAX_STEP = 1.0  # the trust region: a step's whitened length, sqrt(2 KL(q_new || q_old))
-LOG_2PI_E = 1.0 + math.log(2.0 * math.pi)
+LOG_2PI = math.log(2.0 * math.pi)
 
 
 @jit
@@ -103,6 +120,8 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
     status = STATUS_STEPS
     done = 0
     rejections = new_rejections()
+    window_mu = np.zeros(d)  # the sum of this window's means, and the average of the window before
+    last_window_mu = np.full(d, np.nan)
     t = 0
     while t < steps:
         stop = stop_status(control, t, n_grad, samples, grad_budget, anneal_steps, plateau)
@@ -110,7 +129,7 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
             status = stop
             break
         fill_standard_normal(rng, eta_flat)
-        mean_logp = 0.0
+        mean_log_ratio = 0.0
         bad = False
         for s in range(samples):
             for i in range(d):
@@ -123,7 +142,10 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
             if not math.isfinite(lp):
                 bad = True
                 break
-            mean_logp += inv_s * lp
+            half_norm2 = 0.0
+            for i in range(d):
+                half_norm2 += 0.5 * eta[s, i] * eta[s, i]
+            mean_log_ratio += inv_s * (lp + half_norm2)  # log p - log q, up to q's normalising constant
             for j in range(d):  # u = C^T g
                 acc = 0.0
                 for i in range(j, d):
@@ -138,10 +160,13 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
                 status = STATUS_NONFINITE
                 break
             continue
-        entropy = 0.0
+        log_det = 0.0
         for i in range(d):
-            entropy += math.log(chol[i, i])
-        elbo = mean_logp + entropy + 0.5 * d * LOG_2PI_E
+            log_det += math.log(chol[i, i])
+        elbo = mean_log_ratio + log_det + 0.5 * d * LOG_2PI
+        for s in range(samples):  # u + eta: the whitened gradient of log p - log q
+            for i in range(d):
+                u[s, i] += eta[s, i]
         norm2 = 0.0
         for i in range(d):
             acc = 0.0
@@ -158,7 +183,7 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
                     acc += eta[s, i] * u[s, j] + u[s, i] * eta[s, j]
                 m = 0.5 * inv_s * acc
                 if i == j:
-                    m = 0.5 * (1.0 + m)
+                    m *= 0.5
                 half_m[i, j] = m
                 norm_chol2 += m * m
         length = math.sqrt(norm2 + 2.0 * norm_chol2)
@@ -198,6 +223,8 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
             avg_mu[i] += (mu[i] - avg_mu[i]) / horizon
             for j in range(i + 1):
                 avg_chol[i, j] += (chol[i, j] - avg_chol[i, j]) / horizon
+        for i in range(d):
+            window_mu[i] += mu[i]
         traces[t, 0] = elbo
         traces[t, 1] = rho
         traces[t, 2] = norm_mu
@@ -205,12 +232,33 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
         done = t + 1
         control[C_PROGRESS] = done
         t += 1
+        if window > 0 and done % window == 0:
+            record_drift(window_drift(window_mu, last_window_mu, chol, window) > MAX_DRIFT, plateau)
         if record_elbo(elbo, done, window, patience, tol, step_lr, lr_end, plateau):
             status = STATUS_CONVERGED
             break
     _pack_into(params, mu, chol)
     _pack_into(average, avg_mu, avg_chol)
     return done, n_grad, status, rejections[R_REJECTED]
+
+
+@jit
+def window_drift(window_mu, last_window_mu, chol, window):
+    """How far this window's average mean moved from the last window's, in q's marginal sds
+    (the largest coordinate; inf for the first window). Moves the average into
+    ``last_window_mu`` and clears the sum ``window_mu``."""
+    d = window_mu.size
+    drift = 0.0
+    for i in range(d):
+        sd = 0.0
+        for j in range(i + 1):
+            sd += chol[i, j] * chol[i, j]
+        mean = window_mu[i] / window
+        moved = abs(mean - last_window_mu[i]) / math.sqrt(sd)
+        drift = max(drift, moved) if math.isfinite(moved) else math.inf
+        last_window_mu[i] = mean
+        window_mu[i] = 0.0
+    return drift
 
 
 @jit

@@ -8,7 +8,9 @@ improved by more than tol x (1 + |best|) for ``patience`` windows the fit has re
 plateau. A plateau reached while the rate is still above its final value is the noise floor
 of that rate, not the optimum: the rate is then annealed geometrically to its final value
 over ``patience`` windows, and the fit stops after them (at once when the rate is already
-final).
+final). A fit that also watches its parameters (``record_drift``: the natural-gradient
+full-rank fit watches its mean) counts a window in which they moved as not stale, and does
+not stop while they move; the rate then stays at its final value.
 
 The rule's running numbers are a :data:`PLATEAU_SIZE`-vector (``new_plateau``), so a fit run
 in segments is the same fit as one run at once.
@@ -22,8 +24,8 @@ import numpy as np
 
 from ..jit import jit
 
-P_BEST, P_WINDOW_SUM, P_STALE, P_T_ANNEAL, P_LR_ANNEAL = range(5)
-PLATEAU_SIZE = 5
+P_BEST, P_WINDOW_SUM, P_STALE, P_T_ANNEAL, P_LR_ANNEAL, P_MOVING = range(6)
+PLATEAU_SIZE = 6
 
 
 def new_plateau() -> np.ndarray:
@@ -40,15 +42,25 @@ def learning_rate(t, steps, lr, lr_final, anneal_steps, plateau):
     t_anneal = plateau[P_T_ANNEAL]
     if t_anneal >= 0:
         lr_anneal = plateau[P_LR_ANNEAL]
-        return lr_anneal * (lr * lr_final / lr_anneal) ** ((t - t_anneal) / anneal_steps)
+        return lr_anneal * (lr * lr_final / lr_anneal) ** min(1.0, (t - t_anneal) / anneal_steps)
     return lr * lr_final ** (t / steps)
 
 
 @jit
 def annealed_out(t, anneal_steps, plateau):
-    """True once the anneal that followed a plateau has run its course (stop before step t)."""
+    """True once the anneal that followed a plateau has run its course and the parameters have
+    stopped moving (stop before step t)."""
     t_anneal = plateau[P_T_ANNEAL]
-    return t_anneal >= 0 and t - t_anneal >= anneal_steps
+    return t_anneal >= 0 and t - t_anneal >= anneal_steps and plateau[P_MOVING] == 0.0
+
+
+@jit
+def record_drift(moving, plateau):
+    """Whether the last window's average parameters moved from the window's before (by the
+    fit's own measure): a window in which they did is not stale, and the fit does not stop
+    while they do (the ELBO is flat along a weakly identified direction long before the
+    parameters stop travelling along it)."""
+    plateau[P_MOVING] = 1.0 if moving else 0.0
 
 
 @jit
@@ -65,6 +77,8 @@ def record_elbo(elbo, done, window, patience, tol, lr, lr_end, plateau):
     best = plateau[P_BEST]
     if mean > best + tol * (1.0 + abs(best if math.isfinite(best) else mean)):
         plateau[P_BEST] = mean
+        plateau[P_STALE] = 0.0
+    elif plateau[P_MOVING] != 0.0:
         plateau[P_STALE] = 0.0
     elif plateau[P_T_ANNEAL] < 0:
         plateau[P_STALE] += 1.0

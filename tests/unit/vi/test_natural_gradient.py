@@ -4,6 +4,7 @@ target's ELBO, the trust region bounds every step, and the packed parameters sur
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 import workbench as wb
 from workbench.methods import FullRankVI
@@ -63,3 +64,27 @@ def test_the_parameters_survive_the_kernel():
     new_mean, new_chol, _ = _one_step(target, mean, chol, rate=1e-14, samples=2)
     np.testing.assert_allclose(new_mean, mean, atol=1e-10)
     np.testing.assert_allclose(new_chol, chol, atol=1e-10)
+
+
+def test_at_the_optimum_the_step_is_exactly_zero():
+    """At q = p every draw's whitened gradient of log p - log q is 0 (the "sticking the landing"
+    estimate), so a step from the target itself moves nothing, whatever the draws and the rate;
+    the plain estimate (the score of q left in) would move it by the draws' noise."""
+    target = wb.targets.gaussian(dim=3, scales=np.array([0.5, 1.0, 2.0]), correlation=0.5)
+    chol = np.linalg.cholesky(target.truth.cov)
+    new_mean, new_chol, result = _one_step(target, target.truth.mean, chol, rate=0.5, samples=2)
+    np.testing.assert_allclose(new_mean, target.truth.mean, atol=1e-12)
+    np.testing.assert_allclose(new_chol, chol, atol=1e-12)
+    # the ELBO of those two draws is log Z exactly: log p - log q is constant under q = p
+    assert result.stats["elbo"][0] == pytest.approx(target.truth.log_z, abs=1e-9)
+
+
+def test_window_drift_is_the_largest_move_of_the_window_average_in_qs_sds():
+    chol = np.diag([2.0, 0.5])
+    window_mu = np.array([10.0, 10.0])  # a window of 10 steps averaging (1, 1)
+    last = np.full(2, np.nan)
+    assert NG.window_drift(window_mu, last, chol, 10) == np.inf  # the first window
+    np.testing.assert_array_equal(last, [1.0, 1.0])
+    np.testing.assert_array_equal(window_mu, [0.0, 0.0])
+    window_mu[:] = [12.0, 10.5]  # averages (1.2, 1.05): moves of 0.2 / 2 and 0.05 / 0.5
+    assert NG.window_drift(window_mu, last, chol, 10) == pytest.approx(0.1)
