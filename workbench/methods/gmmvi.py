@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..approximations import FullCovarianceMixture
+from ..approximations import FullCovarianceMixture, GaussianMixture
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..smc.mutation import evaluate as evaluate_kernel
@@ -56,6 +56,7 @@ from .gmmvi_state import (
     MixtureState,
     SampleDatabase,
     improvement_step_sizes,
+    log_det_factor,
     new_component_location,
     stagnating_components,
 )
@@ -70,6 +71,7 @@ from .vi_health import (
 
 DEFAULT_ITERATIONS = 2000
 INITIAL_WEIGHT = 1e-29  # a new component's weight (the authors' add_at_best_location)
+COVARIANCES = ("full", "diag")
 EPS_RANGE = (0.001, 1.0)  # the components' step sizes (improvement-based.yml)
 WEIGHT_EPS_RANGE = (1e-4, 1.0)  # the weights' step size (weight_stepsize_adaptation/improvement-based.yml)
 
@@ -87,6 +89,9 @@ class GMMVI(PSISResampled, Method):
         (``info["steps"]`` and the cost say which).
     n_components : components at the start (1, the authors' default; more start at means
         drawn from the start distribution).
+    covariance : "full" (default) or "diag": diagonal components (the authors'
+        ``use_diagonal_covs``), whose memory and step cost grow as d rather than d^2 and d^3,
+        for high-dimensional targets; the update uses the Hessian estimate's diagonal.
     max_components : the cap on components the adding rule respects.
     samples_per_component : the draws each component's estimate should rest on (100).
     reuse_ratio : stored draws reused per component, as a multiple of samples_per_component (2).
@@ -97,7 +102,8 @@ class GMMVI(PSISResampled, Method):
     database_size : draws kept for the adding heuristic (their log p, not their gradients).
     draws, chains : draws from q returned as ``Result.draws``.
 
-    ``result.approximation`` is a :class:`~workbench.approximations.FullCovarianceMixture`;
+    ``result.approximation`` is a :class:`~workbench.approximations.FullCovarianceMixture`
+    (``covariance="diag"``: a :class:`~workbench.approximations.GaussianMixture`);
     ``result.log_z`` is the last ELBO estimate (mean of the last 50 iterations' importance
     estimates); ``result.stats`` has the per-iteration ELBO estimate and number of components;
     the Pareto k-hat of q against the target is in ``result.info["pareto_k"]``.
@@ -105,6 +111,7 @@ class GMMVI(PSISResampled, Method):
 
     steps: int | None = None
     n_components: int = 1
+    covariance: str = "full"
     max_components: int = 1000
     samples_per_component: int = 100
     reuse_ratio: float = 2.0
@@ -126,6 +133,8 @@ class GMMVI(PSISResampled, Method):
                      "database_size", "draws", "chains"):
             check_positive_int(name, getattr(self, name))
         check_positive("reuse_ratio", self.reuse_ratio)
+        if self.covariance not in COVARIANCES:
+            raise ValueError(f"covariance must be one of {list(COVARIANCES)}, got {self.covariance!r}")
         check_positive("init_scale", self.init_scale)
         if not (0 < self.min_weight < 1):
             raise ValueError(f"min_weight must lie in (0, 1), got {self.min_weight!r}")
@@ -134,32 +143,41 @@ class GMMVI(PSISResampled, Method):
                              f"({self.max_components})")
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
-        """Per component its d x d factor and, in an iteration, 3 x 100 draws' d-vectors (the
-        draws, their gradients, Sigma^-1 (x - mu)) for every component (the estimates of all
-        components use all draws); the database; the draws returned. Sized at 20 components,
-        the most any run of this workbench's studies reached; a run with more grows past it."""
+        """Per component its d x d factor (d sds when diagonal) and, in an iteration, 3 x 100 draws'
+        d-vectors (the draws, their gradients, Sigma^-1 (x - mu)) for every component (the
+        estimates of all components use all draws); the database; the draws returned. Sized at
+        20 components, the most any run of this workbench's studies reached; a run with more
+        grows past it."""
         d, k = target.dim, max(self.n_components, 20)
         n = int(k * self.samples_per_component * (1 + self.reuse_ratio))
+        components = {"components (K x d)": 8 * 4 * k * d} if self.covariance == "diag" else \
+            {"components (K x d x d)": 8 * 4 * k * d * d}
         return {"draws": 8 * self.chains * self.draws * d, "iteration (K x n x d)": 8 * (k + 3) * n * d,
-                "components (K x d x d)": 8 * 4 * k * d * d, "database": 8 * self.database_size * (d + 1)}
+                **components, "database": 8 * self.database_size * (d + 1)}
 
     def _start(self, target: Target, rng) -> tuple[np.ndarray, np.ndarray, float, int]:
-        """(means, Cholesky factors, the start's entropy, density calls made) of the initial components."""
+        """(means, Cholesky factors (diagonal: sds), the start's entropy, density calls made) of
+        the initial components."""
         d = target.dim
         prior, calls = getattr(target, "prior", None), 0
         if prior is not None:
             centre = np.asarray(prior.mean, dtype=float)
-            chol = np.linalg.cholesky(np.asarray(prior.cov, dtype=float))
+            cov = np.asarray(prior.cov, dtype=float)
+            factor = np.sqrt(np.diag(cov)) if self.covariance == "diag" else np.linalg.cholesky(cov)
         else:
             target.check_point(target.initial_point)  # one density call, counted
             calls = 1
-            centre, chol = np.asarray(target.initial_point, dtype=float), self.init_scale * np.eye(d)
+            centre, factor = np.asarray(target.initial_point, dtype=float), np.full(d, self.init_scale)
+            if self.covariance == "full":
+                factor = np.diag(factor)
         if self.n_components == 1:
             means = centre[None].copy()
+        elif factor.ndim == 1:
+            means = centre + rng.standard_normal((self.n_components, d)) * factor
         else:
-            means = centre + rng.standard_normal((self.n_components, d)) @ chol.T
-        entropy = 0.5 * d * (math.log(2 * math.pi) + 1.0) + float(np.log(np.diag(chol)).sum())
-        return means, np.repeat(chol[None], self.n_components, axis=0), entropy, calls
+            means = centre + rng.standard_normal((self.n_components, d)) @ factor.T
+        entropy = 0.5 * d * (math.log(2 * math.pi) + 1.0) + float(log_det_factor(factor[None])[0])
+        return means, np.repeat(factor[None], self.n_components, axis=0), entropy, calls
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         khat_draws = khat_reserve(budget)
@@ -172,7 +190,8 @@ class GMMVI(PSISResampled, Method):
         history = 2 * max(2, self.delete_after)  # the authors' reward-history length
         state = MixtureState.new(means, chols, history, EPS_RANGE[1])
         per = self.samples_per_component
-        db = SampleDatabase(d, self.database_size)
+        diagonal = self.covariance == "diag"
+        db = SampleDatabase(d, self.database_size, diagonal)
         steps = budget.steps if budget.steps is not None else self.steps
         if budget.grad_evals is not None:  # a converged fit reuses its draws: ~1 gradient per component an iteration
             affordable = max(1, budget.grad_evals // per)
@@ -187,7 +206,10 @@ class GMMVI(PSISResampled, Method):
         def draw_and_evaluate(n_new):
             comp = np.repeat(np.arange(state.size), n_new)
             z = rng.standard_normal((comp.size, d))
-            x = state.means[comp] + np.einsum("nab,nb->na", state.chols[comp], z)
+            if diagonal:
+                x = state.means[comp] + state.chols[comp] * z
+            else:
+                x = state.means[comp] + np.einsum("nab,nb->na", state.chols[comp], z)
             grad, lp = np.empty((comp.size, d)), np.empty(comp.size)
             try:
                 done = kernel(target.kernel_logp_grad, target.kernel_data, x, grad, lp, controls[0])
@@ -238,7 +260,7 @@ class GMMVI(PSISResampled, Method):
                     state.log_weights)
                 grad_ratio = grad - grad_q
                 for k in range(state.size):
-                    g, h = G.stein_estimates(log_comp[:, k], background, prec_diff[k], grad_ratio)
+                    g, h = G.stein_estimates(log_comp[:, k], background, prec_diff[k], grad_ratio, diagonal)
                     step = G.trust_region_update(state.means[k], state.chols[k], g, h, state.eps[k],
                                                  state.last_eta[k])
                     state.means[k], state.chols[k], state.last_eta[k] = step.mean, step.chol, step.eta
@@ -287,7 +309,8 @@ class GMMVI(PSISResampled, Method):
         if status == STATUS_NONFINITE:
             raise ValueError(f"{self.name}: a component's mean or a weight became non-finite after "
                              f"{counts['done']} iterations on {target.name!r}")
-        approx = FullCovarianceMixture(state.weights, state.means, state.chols)
+        approx = (GaussianMixture(state.weights, state.means, state.chols) if diagonal
+                  else FullCovarianceMixture(state.weights, state.means, state.chols))
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = np.asarray(elbo_trace)
         tail = elbo[-min(len(elbo), 50):]

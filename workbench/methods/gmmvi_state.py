@@ -19,7 +19,8 @@ NEVER = -np.finfo(float).max  # the authors' "no reward yet" (tf.float32.min)
 
 @dataclass
 class MixtureState:
-    """q = sum_k w_k N(mu_k, L_k L_k^T) with, per component, its trust-region step size
+    """q = sum_k w_k N(mu_k, L_k L_k^T) (``chols`` (K, d, d); for diagonal components their sds
+    (K, d)) with, per component, its trust-region step size
     ``eps``, its last eta (-1: none yet), and the last ``history`` rewards (log w_k +
     E_{q_k}[log p - log q]) and weights, which the step-size and deletion rules read."""
 
@@ -49,7 +50,7 @@ class MixtureState:
     def entropies(self) -> np.ndarray:
         """Each component's entropy, d/2 (log 2 pi + 1) + log |L_k|."""
         d = self.means.shape[1]
-        return 0.5 * d * (LOG_2PI + 1.0) + np.log(np.diagonal(self.chols, axis1=1, axis2=2)).sum(axis=1)
+        return 0.5 * d * (LOG_2PI + 1.0) + log_det_factor(self.chols)
 
     def store_rewards(self, rewards: np.ndarray) -> None:
         self.rewards = np.concatenate([self.rewards[:, 1:], rewards[:, None]], axis=1)
@@ -87,10 +88,26 @@ def improvement_step_sizes(eps: np.ndarray, rewards: np.ndarray, low: float, hig
     return np.where(improved, np.minimum(grow * eps, high), np.maximum(shrink * eps, low))
 
 
+def log_det_factor(chols: np.ndarray) -> np.ndarray:
+    """log |L_k| of each component's factor: Cholesky factors (K, d, d) or diagonal sds (K, d)."""
+    if chols.ndim == 2:
+        return np.log(chols).sum(axis=1)
+    return np.log(np.diagonal(chols, axis1=1, axis2=2)).sum(axis=1)
+
+
+def inverse_factor(chols: np.ndarray) -> np.ndarray:
+    """L_k^-1 of each component: batched inverses, or for diagonal sds (K, d) their reciprocals."""
+    return 1.0 / chols if chols.ndim == 2 else np.linalg.inv(chols)
+
+
 def log_normal_many(x: np.ndarray, means: np.ndarray, inv_chols: np.ndarray, log_norms: np.ndarray) -> np.ndarray:
-    """log N(x_n; mu_j, Sigma_j) as (n, J), from each Sigma_j's inverse Cholesky factor and
-    log normaliser -d/2 log 2 pi - log |L_j|: one batched product, no per-component loop."""
-    z = (x[None] - means[:, None, :]) @ inv_chols.transpose(0, 2, 1)  # (J, n, d)
+    """log N(x_n; mu_j, Sigma_j) as (n, J), from each Sigma_j's inverse Cholesky factor (or, for
+    diagonal components, the reciprocals of their sds) and log normaliser -d/2 log 2 pi - log |L_j|:
+    one batched product, no per-component loop."""
+    if inv_chols.ndim == 2:
+        z = (x[None] - means[:, None, :]) * inv_chols[:, None, :]
+    else:
+        z = (x[None] - means[:, None, :]) @ inv_chols.transpose(0, 2, 1)  # (J, n, d)
     return (log_norms[:, None] - 0.5 * (z * z).sum(axis=2)).T
 
 
@@ -112,6 +129,7 @@ class SampleDatabase:
 
     dim: int
     archive_size: int
+    diagonal: bool = False  # the components are diagonal (their factors are sds)
 
     def __post_init__(self):
         d = self.dim
@@ -119,7 +137,8 @@ class SampleDatabase:
         self.row_iteration = np.empty(0, dtype=np.int64)  # which add() each draw came in
         self.col_iteration = np.empty(0, dtype=np.int64)  # ... and each component
         self.col_log_counts = np.empty(0)  # log of the draws each component made
-        self.col_means, self.col_inv_chols, self.col_log_norms = np.empty((0, d)), np.empty((0, d, d)), np.empty(0)
+        self.col_means, self.col_log_norms = np.empty((0, d)), np.empty(0)
+        self.col_inv_chols = np.empty((0, d)) if self.diagonal else np.empty((0, d, d))
         self.block_log_mass = np.empty((0, 0))  # (kept draws, kept iterations)
         self.total = 0
         self.archive_x, self.archive_logp = np.empty((0, d)), np.empty(0)
@@ -129,8 +148,8 @@ class SampleDatabase:
             means: np.ndarray, chols: np.ndarray) -> None:
         """Store an iteration's draws: ``counts[k]`` of them drawn by component k (in order)."""
         used = counts > 0
-        inv = np.linalg.inv(chols[used])
-        log_norms = -0.5 * self.dim * LOG_2PI - np.log(np.diagonal(chols[used], axis1=1, axis2=2)).sum(axis=1)
+        inv = inverse_factor(chols[used])
+        log_norms = -0.5 * self.dim * LOG_2PI - log_det_factor(chols[used])
         log_counts = np.log(counts[used].astype(float))
         new_col = G.row_logsumexp(log_normal_many(self.x, means[used], inv, log_norms) + log_counts)
         self.col_means = np.concatenate([self.col_means, means[used]])
@@ -199,7 +218,7 @@ def new_component_location(state: MixtureState, db: SampleDatabase, call: int, r
     entropy = a * float(state.weights @ state.entropies()) + (1.0 - a) * prior_entropy
     d = state.means.shape[1]
     scale = math.exp((entropy - 0.5 * d * (LOG_2PI + 1.0)) / d)  # the sd of an isotropic N with that entropy
-    return mean.copy(), scale * np.eye(d)
+    return mean.copy(), scale * (np.ones(d) if state.chols.ndim == 2 else np.eye(d))
 
 
 def stagnating_components(state: MixtureState, del_iters: int, min_weight: float) -> np.ndarray:

@@ -18,6 +18,10 @@ r(x) = log p(x) - log q(x) (sec. 3, eq. 6-8):
 - ``weight_update``: the weights' trust-region step log w' = log w + E_{q_o}[r] / (1 + eta),
   normalised, eta found by bisection so that KL(w' || w) meets the weights' step size (sec. 4.3).
 
+Each works on full-covariance components (Cholesky factors, (K, d, d)) or on diagonal ones
+(sds, (K, d): the authors' ``use_diagonal_covs``), whose Hessian estimate is its diagonal and
+whose steps cost O(d) instead of O(d^3).
+
 All follow the authors' code line by line where the paper leaves a choice (bisection bounds
 and tolerances, the 1e-30 floor on weights); the KL of a candidate eta is computed in the
 eigenbasis of Sigma^1/2 (-hess) Sigma^1/2 (``_kl_in_eigenbasis``), O(d) per bisection step
@@ -51,8 +55,13 @@ def row_logsumexp(a: np.ndarray) -> np.ndarray:
 
 def component_terms(x: np.ndarray, means: np.ndarray, chols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log N(x_n; mu_k, Sigma_k) as (n, K), Sigma_k^-1 (x_n - mu_k) as (K, n, d)) for the
-    components with means (K, d) and Cholesky factors L_k of Sigma_k (K, d, d)."""
+    components with means (K, d) and Cholesky factors L_k of Sigma_k (K, d, d), or, for
+    diagonal components, their sds (K, d)."""
     d = x.shape[1]
+    if chols.ndim == 2:  # diagonal components: L_k = diag(sd_k)
+        z = (x[None] - means[:, None, :]) / chols[:, None, :]
+        log_dens = (-0.5 * (z * z).sum(axis=2) - np.log(chols).sum(axis=1)[:, None] - 0.5 * d * LOG_2PI).T
+        return log_dens, z / chols[:, None, :]
     inv = np.linalg.inv(chols)  # L_k^-1, batched
     z = (x[None] - means[:, None, :]) @ inv.transpose(0, 2, 1)  # L^-1 (x - mu), one BLAS product per k
     log_det = np.log(np.diagonal(chols, axis1=1, axis2=2)).sum(axis=1)
@@ -82,14 +91,17 @@ def self_normalised(log_weights: np.ndarray) -> np.ndarray:
 
 
 def stein_estimates(log_component: np.ndarray, log_background: np.ndarray, prec_diff: np.ndarray,
-                    grad_ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    grad_ratio: np.ndarray, diagonal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(E_q[grad r] (d,), E_q[hess r] (d, d)) for one component q by Stein's lemma (sec. 4.1.1,
     eq. 14): draws x_n of the background with log q(x_n) ``log_component``, their
     Sigma^-1 (x_n - mu) ``prec_diff`` (n, d) and grad r(x_n) ``grad_ratio`` (n, d),
-    self-normalised importance weights q(x_n) / background(x_n). The Hessian is symmetrised."""
+    self-normalised importance weights q(x_n) / background(x_n). The Hessian is symmetrised;
+    ``diagonal``: only its diagonal (d,), all a diagonal component's update uses."""
     w = self_normalised(log_component - log_background)
     weighted = w[:, None] * grad_ratio
     grad = weighted.sum(axis=0)
+    if diagonal:
+        return grad, np.einsum("nd,nd->d", prec_diff, weighted)
     hess = prec_diff.T @ weighted
     return grad, 0.5 * (hess + hess.T)
 
@@ -144,10 +156,15 @@ def trust_region_update(mean: np.ndarray, chol: np.ndarray, grad: np.ndarray, he
     docstring; sec. 4.2.2, eq. 20), from E_q[grad r] ``grad`` and E_q[hess r] ``hess``. The
     bracket is the first one or log(last_eta) +- 3, as the authors' code; eta >= ``temperature``
     (the full step). A step that no eta brings inside the region, or whose covariance is not
-    positive definite, fails and keeps the component."""
-    m = chol.T @ (-hess) @ chol
-    lam, vecs = np.linalg.eigh(0.5 * (m + m.T))
-    u = vecs.T @ (chol.T @ grad)
+    positive definite, fails and keeps the component. A diagonal component passes its sds
+    (d,) as ``chol`` and the Hessian's diagonal (d,) as ``hess``: its eigenbasis is the axes,
+    lam = sd^2 (-hess), and the step costs O(d)."""
+    if chol.ndim == 1:
+        lam, vecs, u = chol * chol * (-hess), None, chol * grad
+    else:
+        m = chol.T @ (-hess) @ chol
+        lam, vecs = np.linalg.eigh(0.5 * (m + m.T))
+        u = vecs.T @ (chol.T @ grad)
     if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(u))):
         return ComponentStep(mean, chol, -1.0, -1.0, False)
     if last_eta < 0:
@@ -162,6 +179,11 @@ def trust_region_update(mean: np.ndarray, chol: np.ndarray, grad: np.ndarray, he
     if not math.isfinite(kl):
         return ComponentStep(mean, chol, -1.0, -1.0, False)
     shrink = 1.0 / (1.0 + lam / eta)
+    if chol.ndim == 1:
+        new_sd, new_mean = chol * np.sqrt(shrink), mean + chol * (u / (eta + lam))
+        if not (np.all(np.isfinite(new_sd)) and np.all(new_sd > 0) and np.all(np.isfinite(new_mean))):
+            return ComponentStep(mean, chol, -1.0, -1.0, False)
+        return ComponentStep(new_mean, new_sd, kl, eta, True)
     lv = chol @ vecs
     new_cov = (lv * shrink) @ lv.T
     new_mean = mean + lv @ (u / (eta + lam))

@@ -61,8 +61,29 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts():
 @pytest.mark.parametrize("kwargs, word", [
     ({"n_components": 0}, "n_components"), ({"min_weight": 1.5}, "min_weight"),
     ({"n_components": 5, "max_components": 2}, "max_components"), ({"samples_per_component": 0}, "samples_per"),
-    ({"reuse_ratio": -1}, "reuse_ratio"),
+    ({"reuse_ratio": -1}, "reuse_ratio"), ({"covariance": "dense"}, "covariance"),
 ])
 def test_bad_settings_are_named(kwargs, word):
     with pytest.raises(ValueError, match=word):
         wb.methods.GMMVI(**kwargs)
+
+
+def test_diagonal_components_fit_an_axis_aligned_gaussian_and_a_mixture():
+    """covariance="diag": one diagonal component is exact on an axis-aligned Gaussian (q = p is
+    the fixed point), and a two-peak mixture's weights are found."""
+    t = wb.targets.gaussian(dim=5, scales=np.array([0.2, 0.5, 1.0, 2.0, 3.0]))
+    res = wb.methods.GMMVI(covariance="diag", adapt_components=False, steps=300, draws=100, progress=False).run(t, seed=1)
+    q = res.approximation
+    assert isinstance(q, wb.approximations.GaussianMixture) and q.weights.size == 1
+    np.testing.assert_allclose((q.mean - t.truth.mean) / t.truth.sd, 0.0, atol=1e-6)
+    np.testing.assert_allclose(q.sd / t.truth.sd, 1.0, atol=1e-6)
+    m = wb.targets.gaussian_mixture(2, n_components=2, weights=[0.3, 0.7], seed=1)
+    q = wb.methods.GMMVI(covariance="diag", steps=300, draws=100, progress=False).run(m, seed=2).approximation
+    weights = np.bincount(m.truth.extras["assign_component"](q.means), weights=q.weights, minlength=2)
+    np.testing.assert_allclose(weights, [0.3, 0.7], atol=0.02)
+
+
+def test_diagonal_components_need_memory_linear_in_d():
+    t = wb.targets.gaussian(40_000)
+    need = wb.methods.GMMVI(covariance="diag").memory_needs(t, wb.result.Budget())
+    assert "components (K x d)" in need and need["components (K x d)"] == 8 * 4 * 20 * 40_000

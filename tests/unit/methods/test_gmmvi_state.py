@@ -78,3 +78,23 @@ def test_a_new_component_goes_where_p_is_high_and_q_low():
     np.testing.assert_array_equal(mean, [8.0, 8.0])
     assert np.allclose(chol, chol[0, 0] * np.eye(2))  # isotropic, with the blended entropy (here the same)
     assert math.isclose(chol[0, 0], 1.0)
+
+
+def test_the_background_of_diagonal_components_is_their_mixture():
+    rng = np.random.default_rng(1)
+    d = 3
+    db = S.SampleDatabase(d, archive_size=1000, diagonal=True)
+    history = []
+    for it in range(3):
+        means, sds = rng.standard_normal((2, d)), rng.uniform(0.5, 2.0, (2, d))
+        counts = np.array([4, 3])
+        x = np.concatenate([means[k] + sds[k] * rng.standard_normal((counts[k], d)) for k in range(2)])
+        db.add(x, rng.standard_normal(len(x)), rng.standard_normal((len(x), d)), counts, means, sds)
+        history.append([(means[k], np.diag(sds[k] ** 2), counts[k]) for k in range(2)])
+    x, _, _, background = db.sample()
+    np.testing.assert_allclose(background, brute_force_background(x, [c for h in history for c in h]), rtol=1e-10)
+    state = S.MixtureState.new(means, sds, history=10, initial_eps=1.0)
+    np.testing.assert_allclose(state.entropies(), [stats.multivariate_normal(m, np.diag(s**2)).entropy()
+                                                   for m, s in zip(means, sds)], rtol=1e-12)
+    mean, sd = S.new_component_location(state, db, 0, rng, float(state.entropies()[0]), 100)
+    assert sd.shape == (d,) and np.all(sd > 0)

@@ -137,3 +137,29 @@ def test_the_weight_update_meets_its_kl_and_moves_towards_the_better_component()
     best = np.exp(best - np.logaddexp.reduce(best))
     np.testing.assert_allclose(np.exp(G.weight_update(log_w, rewards, 50.0)), best, atol=0.02)
     np.testing.assert_array_equal(G.weight_update(np.zeros(1), np.ones(1), 0.1), np.zeros(1))
+
+
+def test_diagonal_components_give_the_full_forms_with_diagonal_factors():
+    """Sds (K, d) in place of Cholesky factors: the densities, Stein's estimate (its diagonal) and
+    the trust-region step are the full-covariance ones for L = diag(sd)."""
+    rng = np.random.default_rng(3)
+    means, sds = rng.standard_normal((2, 4)), rng.uniform(0.5, 2.0, (2, 4))
+    chols = np.stack([np.diag(s) for s in sds])
+    x = rng.standard_normal((9, 4))
+    for a, b in zip(G.component_terms(x, means, sds), G.component_terms(x, means, chols)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    log_dens, prec_diff = G.component_terms(x, means, sds)
+    grad_ratio, background = rng.standard_normal((9, 4)), log_dens[:, 1] + 0.3
+    g_diag, h_diag = G.stein_estimates(log_dens[:, 0], background, prec_diff[0], grad_ratio, diagonal=True)
+    g_full, h_full = G.stein_estimates(log_dens[:, 0], background, prec_diff[0], grad_ratio)
+    np.testing.assert_allclose(g_diag, g_full, rtol=1e-12)
+    np.testing.assert_allclose(h_diag, np.diag(h_full), rtol=1e-12)
+    hess = -np.diag(rng.uniform(0.2, 3.0, 4))
+    grad = rng.standard_normal(4)
+    step_diag = G.trust_region_update(means[0], sds[0], grad, np.diag(hess), 0.05, -1.0)
+    step_full = G.trust_region_update(means[0], chols[0], grad, hess, 0.05, -1.0)
+    assert step_diag.success and step_full.success
+    assert step_diag.eta == pytest.approx(step_full.eta, rel=1e-12)
+    np.testing.assert_allclose(step_diag.mean, step_full.mean, rtol=1e-10)
+    np.testing.assert_allclose(np.diag(step_diag.chol) @ np.diag(step_diag.chol), step_full.chol @ step_full.chol.T,
+                               rtol=1e-10)
