@@ -218,14 +218,16 @@ def _fixed_draws_mean_field_optimum(target, n_draws=1000, seed=0):
 
 
 @pytest.mark.slow
-def test_mean_field_vi_reaches_its_familys_optimum_on_a_latent_variable_model():
+@pytest.mark.parametrize("seed", [1, 2])
+def test_mean_field_vi_reaches_its_familys_optimum_on_a_latent_variable_model(seed):
     """From its defaults MeanFieldVI ends where the mean-field family's ELBO optimum lies (found
     by L-BFGS on a fixed-draw objective), within 0.15 of that q's sds per coordinate: what is
     left of its distance to the posterior (0.74 reference sds on the Brownian motion's
-    innovation scale) is the family's, not the optimiser's."""
+    innovation scale) is the family's, not the optimiser's. Seed 2's mode search once kept a
+    funnel's neck (log sigma = -17.7) as a mode, and the fit from it ended 30 sds off."""
     t = wb.posteriors.load("brownian_motion")
     mu_opt, sd_opt = _fixed_draws_mean_field_optimum(t)
-    fit = wb.methods.MeanFieldVI(progress=False).run(t, seed=1)
+    fit = wb.methods.MeanFieldVI(progress=False).run(t, seed=seed)
     gap = np.abs(fit.approximation.mean - mu_opt) / sd_opt
     assert gap.max() < 0.15, (t.param_names[int(np.argmax(gap))], gap.max())
     sd_ratio = np.sqrt(np.diag(fit.approximation.cov)) / sd_opt
