@@ -266,7 +266,8 @@ class GMMVI(PSISResampled, Method):
                     state.means[k], state.chols[k], state.last_eta[k] = step.mean, step.chol, step.eta
                     counts["failed_steps"] += not step.success
                 # 3. the weights' step, from each component's E[log p - log q] after its step
-                log_q, _, log_comp, _ = G.mixture_log_density(x, state.log_weights, state.means, state.chols)
+                log_comp = G.component_log_densities(x, state.means, state.chols)
+                log_q = G.row_logsumexp(log_comp + state.log_weights)
                 ratio = logp - log_q
                 iw = log_comp - background[:, None]
                 iw = np.exp(iw - G.row_logsumexp(iw.T)[None, :])

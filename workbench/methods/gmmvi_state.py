@@ -210,7 +210,7 @@ def new_component_location(state: MixtureState, db: SampleDatabase, call: int, r
     n = len(db.archive_logp)
     pick = rng.choice(n, size=min(n, max_draws), replace=False)
     x, logp = db.archive_x[pick], db.archive_logp[pick]
-    log_q = logsumexp(G.component_terms(x, state.means, state.chols)[0] + state.log_weights, axis=1)
+    log_q = logsumexp(G.component_log_densities(x, state.means, state.chols) + state.log_weights, axis=1)
     threshold = ADD_THRESHOLDS[call % len(ADD_THRESHOLDS)]
     score = np.where(np.isfinite(logp), logp - np.maximum(log_q.max() - threshold, log_q), -np.inf)
     mean = x[int(np.argmax(score))]

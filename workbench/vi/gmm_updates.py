@@ -70,6 +70,22 @@ def component_terms(x: np.ndarray, means: np.ndarray, chols: np.ndarray) -> tupl
     return log_dens, prec_diff
 
 
+BLOCK_FLOATS = 1 << 24  # the (K, block, d) arrays of ``component_log_densities``: 128 MB
+
+
+def component_log_densities(x: np.ndarray, means: np.ndarray, chols: np.ndarray) -> np.ndarray:
+    """log N(x_n; mu_k, Sigma_k) as (n, K), as ``component_terms``'s first term, computed in
+    blocks of draws so that memory stays at ``BLOCK_FLOATS`` however many draws are scored
+    (the adding rule scores up to the whole database: 10^5 draws x K x d would be 8 K GB at
+    d = 10,000)."""
+    n, d = x.shape
+    out = np.empty((n, means.shape[0]))
+    block = max(1, BLOCK_FLOATS // max(1, means.shape[0] * d))
+    for start in range(0, n, block):
+        out[start:start + block] = component_terms(x[start:start + block], means, chols)[0]
+    return out
+
+
 def mixture_log_density(x: np.ndarray, log_weights: np.ndarray, means: np.ndarray, chols: np.ndarray):
     """(log q(x) (n,), grad log q(x) (n, d), log N(x; mu_k, Sigma_k) (n, K), Sigma_k^-1 (x - mu_k)
     (K, n, d)) of the mixture q = sum_k w_k N(mu_k, Sigma_k)."""

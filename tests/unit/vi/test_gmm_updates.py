@@ -163,3 +163,12 @@ def test_diagonal_components_give_the_full_forms_with_diagonal_factors():
     np.testing.assert_allclose(step_diag.mean, step_full.mean, rtol=1e-10)
     np.testing.assert_allclose(np.diag(step_diag.chol) @ np.diag(step_diag.chol), step_full.chol @ step_full.chol.T,
                                rtol=1e-10)
+
+
+def test_component_log_densities_in_blocks_are_the_terms_densities(monkeypatch):
+    rng = np.random.default_rng(4)
+    means, chols = rng.standard_normal((3, 4)), np.linalg.cholesky(np.stack([random_cov(rng, 4) for _ in range(3)]))
+    x = rng.standard_normal((50, 4))
+    monkeypatch.setattr(G, "BLOCK_FLOATS", 3 * 4 * 7)  # blocks of 7 draws
+    np.testing.assert_allclose(G.component_log_densities(x, means, chols), G.component_terms(x, means, chols)[0],
+                               rtol=1e-13)
