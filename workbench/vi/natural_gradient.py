@@ -35,7 +35,7 @@ from the same start end 1.4 nats below the family's optimum (worst mean 1.2 post
 off).
 
 The trust region: rho is the scheduled rate, cut so that the step's length in q's own
-whitened coordinates, sqrt(|u_bar|^2 + 2 |H(M)|_F^2) rho (the square root of twice the KL
+whitened coordinates, sqrt(|v_bar|^2 + 2 |H(M)|_F^2) rho (the square root of twice the KL
 divergence between the old and the new q, to second order), is at most :data:`MAX_STEP`.
 Far from the optimum, where the gradients are large, this is what sets the step (the
 trust-region view of natural gradients; Arenz et al. 2023, sec. 3, bound KL in the same way),
@@ -108,8 +108,8 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
     new_chol = np.empty((d, d))
     eta = np.empty((samples, d))
     eta_flat = eta.reshape(samples * d)
-    u = np.empty((samples, d))
-    u_bar = np.empty(d)
+    v_s = np.empty((samples, d))
+    v_bar = np.empty(d)
     half_m = np.empty((d, d))  # H(M): M's lower triangle, diagonal halved
     theta = np.empty(d)
     g = np.empty(d)
@@ -143,16 +143,15 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
                 bad = True
                 break
             half_norm2 = 0.0
-            for i in range(d):
-                half_norm2 += 0.5 * eta[s, i] * eta[s, i]
-            mean_log_ratio += inv_s * (lp + half_norm2)  # log p - log q, up to q's normalising constant
-            for j in range(d):  # u = C^T g
+            for j in range(d):  # v = C^T g + eta: the whitened gradient of log p - log q
                 acc = 0.0
                 for i in range(j, d):
                     acc += chol[i, j] * g[i]
-                u[s, j] = acc
                 if not math.isfinite(acc):  # an infinite gradient beside a finite density
                     bad = True
+                v_s[s, j] = acc + eta[s, j]
+                half_norm2 += 0.5 * eta[s, j] * eta[s, j]
+            mean_log_ratio += inv_s * (lp + half_norm2)  # log p - log q, up to q's normalising constant
             if bad:
                 break
         if bad:  # a draw where the density is NaN or -inf: rejected, at half the rate after it
@@ -164,23 +163,20 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
         for i in range(d):
             log_det += math.log(chol[i, i])
         elbo = mean_log_ratio + log_det + 0.5 * d * LOG_2PI
-        for s in range(samples):  # u + eta: the whitened gradient of log p - log q
-            for i in range(d):
-                u[s, i] += eta[s, i]
         norm2 = 0.0
         for i in range(d):
             acc = 0.0
             for s in range(samples):
-                acc += u[s, i]
-            u_bar[i] = inv_s * acc
-            norm2 += u_bar[i] * u_bar[i]
+                acc += v_s[s, i]
+            v_bar[i] = inv_s * acc
+            norm2 += v_bar[i] * v_bar[i]
         norm_mu = math.sqrt(norm2)
         norm_chol2 = 0.0
         for i in range(d):
             for j in range(i + 1):
                 acc = 0.0
                 for s in range(samples):
-                    acc += eta[s, i] * u[s, j] + u[s, i] * eta[s, j]
+                    acc += eta[s, i] * v_s[s, j] + v_s[s, i] * eta[s, j]
                 m = 0.5 * inv_s * acc
                 if i == j:
                     m *= 0.5
@@ -191,12 +187,12 @@ def _fit_full_rank_natural(logp_grad, data, params, rng, steps, samples, grad_bu
         rho = step_lr
         if rho * length > MAX_STEP:
             rho = MAX_STEP / length
-        # the new parameters: mu + rho C u_bar and C + rho C H(M) (C H(M) is lower triangular)
+        # the new parameters: mu + rho C v_bar and C + rho C H(M) (C H(M) is lower triangular)
         finite = True
         for i in range(d):
             acc = 0.0
             for k in range(i + 1):
-                acc += chol[i, k] * u_bar[k]
+                acc += chol[i, k] * v_bar[k]
             theta[i] = mu[i] + rho * acc
             if not math.isfinite(theta[i]):
                 finite = False
