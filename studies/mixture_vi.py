@@ -205,7 +205,7 @@ def report(run, folder) -> Page:
                         ("Per target, method and budget (medians over seeds)", summary(run))],
                 notes=["KL = -ELBO from 4,000 fresh draws of q (the targets are normalised); log_z_is is the "
                        "importance-sampling estimate of log Z = 0 with q as proposal.",
-                       f"Above N_d = {FULL_COVARIANCE_MAX_DIM} GMMVI runs with diagonal components (covariance='diag', "
+                       f"Above N_d = {FULL_COVARIANCE_MAX_DIM:,} GMMVI runs with diagonal components (covariance='diag', "
                        "the authors' use_diagonal_covs): full covariances at N_d = 10,000 would need 83 GB.",
                        "GMMVI's iterations reuse stored draws: once its components settle it spends about one "
                        "gradient per component an iteration, so at a large budget it may stop at its iteration "
