@@ -53,7 +53,9 @@ def elbo_slope(elbo: np.ndarray) -> tuple[float, float]:
     slope = float(x @ (y - y.mean()) / (x @ x))
     resid = y - y.mean() - slope * x
     se = float(np.sqrt(resid @ resid / (n - 2) / (x @ x)))
-    return 1000.0 * slope, (slope / se if se > 0 else math.inf * np.sign(slope))
+    if se > 0:
+        return 1000.0 * slope, slope / se
+    return 1000.0 * slope, (math.copysign(math.inf, slope) if slope != 0 else 0.0)  # an exactly flat tail: t = 0
 
 
 def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:

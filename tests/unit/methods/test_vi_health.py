@@ -1,11 +1,13 @@
 """workbench/methods/vi_health.py: the k-hat messages at Yao et al.'s thresholds, and psis=True."""
 
+import math
 import warnings
 
 import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.methods import vi_health as H
 from workbench.methods.vi_health import PARETO_K_GOOD, PARETO_K_OK, pareto_check
 
 T = wb.targets.gaussian(4, correlation=0.8)
@@ -79,3 +81,9 @@ def test_the_weights_mean_shift_estimates_q_s_offset_in_its_sds():
     assert message.startswith("weights move the mean") and " a " in message
     assert mean_shift_message(shift, ("a", "b"), khat=0.9) == []  # above 0.7 the k-hat warning says more
     assert mean_shift_message(np.array([MEAN_SHIFT_FLAG / 2, 0.0]), ("a", "b"), khat=0.3) == []
+
+
+def test_the_elbo_slope_of_an_exactly_flat_tail_is_zero_and_a_noiseless_line_infinitely_significant():
+    assert H.elbo_slope(np.full(400, 4.08)) == (0.0, 0.0)
+    slope, t = H.elbo_slope(np.arange(400, dtype=float))
+    assert slope == pytest.approx(1000.0) and t == math.inf
