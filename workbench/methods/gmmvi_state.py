@@ -105,9 +105,8 @@ def log_normal_many(x: np.ndarray, means: np.ndarray, inv_chols: np.ndarray, log
     diagonal components, the reciprocals of their sds) and log normaliser -d/2 log 2 pi - log |L_j|:
     one batched product, no per-component loop."""
     if inv_chols.ndim == 2:
-        z = (x[None] - means[:, None, :]) * inv_chols[:, None, :]
-    else:
-        z = (x[None] - means[:, None, :]) @ inv_chols.transpose(0, 2, 1)  # (J, n, d)
+        return G.diagonal_log_densities(x, means, inv_chols, log_norms)
+    z = (x[None] - means[:, None, :]) @ inv_chols.transpose(0, 2, 1)  # (J, n, d)
     return (log_norms[:, None] - 0.5 * (z * z).sum(axis=2)).T
 
 
@@ -125,7 +124,9 @@ class SampleDatabase:
     kept draws x kept components x d^2 (about 200 K x 200 K x d^2 once q has converged and
     each component draws one new point an iteration).
     ``archive_size`` caps the draws (x and log p only) kept for the component-adding heuristic:
-    when full, every second one is dropped (the authors' ``remove_every_nth_sample(2)``)."""
+    when full, every second one is dropped (the authors' ``remove_every_nth_sample(2)``). The
+    archive is one buffer filled in place: appending to it by concatenation copied the whole
+    archive every iteration (8 GB at d = 10,000 once full)."""
 
     dim: int
     archive_size: int
@@ -141,8 +142,30 @@ class SampleDatabase:
         self.col_inv_chols = np.empty((0, d)) if self.diagonal else np.empty((0, d, d))
         self.block_log_mass = np.empty((0, 0))  # (kept draws, kept iterations)
         self.total = 0
-        self.archive_x, self.archive_logp = np.empty((0, d)), np.empty(0)
+        self._archive_x, self._archive_logp = np.empty((0, d)), np.empty(0)
+        self._archived = 0  # the archive's rows in use
         self.iterations = 0
+
+    @property
+    def archive_x(self) -> np.ndarray:
+        return self._archive_x[:self._archived]
+
+    @property
+    def archive_logp(self) -> np.ndarray:
+        return self._archive_logp[:self._archived]
+
+    def _archive(self, x: np.ndarray, logp: np.ndarray) -> None:
+        n, end = self._archived, self._archived + len(logp)
+        if end > self.archive_size:  # full: keep every second draw, the new ones included
+            x, logp = np.concatenate([self.archive_x, x])[::2], np.concatenate([self.archive_logp, logp])[::2]
+            n, end = 0, len(logp)
+        if end > len(self._archive_logp):  # grow the buffer (doubling, at most to archive_size)
+            size = max(end, min(self.archive_size, 2 * len(self._archive_logp) + 1024))
+            grown_x, grown_logp = np.empty((size, self.dim)), np.empty(size)
+            grown_x[:n], grown_logp[:n] = self._archive_x[:n], self._archive_logp[:n]
+            self._archive_x, self._archive_logp = grown_x, grown_logp
+        self._archive_x[n:end], self._archive_logp[n:end] = x, logp
+        self._archived = end
 
     def add(self, x: np.ndarray, logp: np.ndarray, grad: np.ndarray, counts: np.ndarray,
             means: np.ndarray, chols: np.ndarray) -> None:
@@ -169,10 +192,7 @@ class SampleDatabase:
         self.grad = np.concatenate([self.grad, grad])
         self.row_iteration = np.concatenate([self.row_iteration, np.full(len(logp), self.iterations)])
         self.iterations += 1
-        self.archive_x = np.concatenate([self.archive_x, x])
-        self.archive_logp = np.concatenate([self.archive_logp, logp])
-        if len(self.archive_logp) > self.archive_size:
-            self.archive_x, self.archive_logp = self.archive_x[::2], self.archive_logp[::2]
+        self._archive(x, logp)
 
     def keep_newest(self, n: int) -> None:
         """Forget the oldest iterations' draws (and components) the newest ``n`` draws do not need."""

@@ -44,6 +44,24 @@ def test_the_archive_is_thinned_by_two_when_full():
     assert len(db.archive_logp) == 6  # 12 > 10: every second kept
 
 
+def test_the_archive_keeps_the_draws_the_concatenate_and_halve_rule_keeps():
+    """The in-place archive against the rule written plainly: append; when over the size, keep
+    every second draw (the new ones included)."""
+    rng = np.random.default_rng(3)
+    db = S.SampleDatabase(2, archive_size=50)
+    plain_x, plain_logp, counter = np.empty((0, 2)), np.empty(0), 0
+    for n in rng.integers(1, 17, size=40):
+        logp = np.arange(counter, counter + n, dtype=float)
+        x = np.stack([logp, -logp], axis=1)
+        counter += n
+        db.add(x, logp, x, np.array([n]), np.zeros((1, 2)), np.eye(2)[None])
+        plain_x, plain_logp = np.concatenate([plain_x, x]), np.concatenate([plain_logp, logp])
+        if len(plain_logp) > 50:
+            plain_x, plain_logp = plain_x[::2], plain_logp[::2]
+        np.testing.assert_array_equal(db.archive_logp, plain_logp)
+        np.testing.assert_array_equal(db.archive_x, plain_x)
+
+
 def test_step_sizes_grow_after_an_improvement_and_shrink_otherwise_within_their_range():
     eps = np.array([0.5, 0.5, 0.999, 0.0011])
     rewards = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
