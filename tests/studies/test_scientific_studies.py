@@ -10,6 +10,7 @@ import pytest
 
 from tests.study_fixtures import html_images, is_png
 from workbench.study import available_studies, render_index
+from workbench.study.catalog import load_study
 
 
 def rendered_page(quick_study, name: str, pngs, phrase: str):
@@ -150,6 +151,20 @@ def test_mixture_vi_quick_study(quick_study):
         assert s[(target, "FullRankVI")] >= 0.29
     # the finding says why GMMVI misses the outer peaks exactly when it does
     assert ("GMMVI misses peaks" in text) == (s[("three peaks N_d=10", "GMMVI")] >= 0.25)
+
+
+def test_the_full_mixture_vi_grid_runs_no_full_covariance_method_at_n_d_10000():
+    """At N_d = 10,000 GMMVI's components are diagonal (full ones would need 83 GB) and FullRankVI,
+    whose step costs O(d^3), is not run; below, both run as they are."""
+    load_study("mixture_vi")
+    module = __import__("sys").modules["workbench_studies.mixture_vi"]
+    cells = module.grid(False)
+    big = [c for c in cells if c.target.get("dim", 0) > module.FULL_COVARIANCE_MAX_DIM]
+    assert big and not any(c.labels["method"] == "FullRankVI" for c in big)
+    assert all(c.method.get("covariance") == "diag" for c in big if c.labels["method"] == "GMMVI")
+    small = [c for c in cells if c.target.get("dim", 0) <= module.FULL_COVARIANCE_MAX_DIM]
+    assert any(c.labels["method"] == "FullRankVI" for c in small)
+    assert not any("covariance" in c.method for c in small)
 
 
 SMOKE_STUDIES = ("accuracy", "frontier")
