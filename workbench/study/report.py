@@ -260,6 +260,8 @@ def render_index(out: str | Path = "reports") -> Path:
         text = f"{s['cells']} cells: {s['ok']} ran"
         if s.get("failed"):
             text += f", {s['failed']} failed"
+        if s.get("budget_too_small"):  # refused before starting: not a failure, but not a result either
+            text += f", {s['budget_too_small']} refused a budget too small"
         if s.get("missing"):
             text += f", <b>{s['missing']} not run yet</b>"
         if "seconds" in s:

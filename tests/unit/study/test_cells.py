@@ -10,7 +10,7 @@ import pytest
 
 import workbench as wb
 from tests.study_fixtures import GAUSS, TINY
-from workbench.study import Cell, run_study
+from workbench.study import Cell, render_index, run_study
 
 
 def test_a_failing_cell_is_recorded_and_the_others_complete(tmp_path):
@@ -52,6 +52,8 @@ def test_a_method_refusing_a_budget_too_small_is_recorded_as_such_not_as_a_failu
     assert "is too small for SMC" in run.table.loc[1, "error"]
     page = render_run(study, run, RunOptions.of(None, out=tmp_path)).read_text()
     assert "0 failed, 1 refused a budget too small for the method" in page
+    index = render_index(tmp_path).read_text()
+    assert "2 cells: 1 ran, 1 refused a budget too small" in index  # the index line counts it too
 
 
 @dataclasses.dataclass(frozen=True)
