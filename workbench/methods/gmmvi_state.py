@@ -102,12 +102,14 @@ def inverse_factor(chols: np.ndarray) -> np.ndarray:
 
 def log_normal_many(x: np.ndarray, means: np.ndarray, inv_chols: np.ndarray, log_norms: np.ndarray) -> np.ndarray:
     """log N(x_n; mu_j, Sigma_j) as (n, J), from each Sigma_j's inverse Cholesky factor (or, for
-    diagonal components, the reciprocals of their sds) and log normaliser -d/2 log 2 pi - log |L_j|:
-    one batched product, no per-component loop."""
+    diagonal components, the reciprocals of their sds) and log normaliser -d/2 log 2 pi - log |L_j|."""
     if inv_chols.ndim == 2:
         return G.diagonal_log_densities(x, means, inv_chols, log_norms)
-    z = (x[None] - means[:, None, :]) @ inv_chols.transpose(0, 2, 1)  # (J, n, d)
-    return (log_norms[:, None] - 0.5 * (z * z).sum(axis=2)).T
+    out = np.empty((x.shape[0], means.shape[0]))
+    for j in range(means.shape[0]):  # 2-d BLAS products: faster than one batched (J, n, d) product
+        z = (x - means[j]) @ inv_chols[j].T
+        out[:, j] = log_norms[j] - 0.5 * np.einsum("ij,ij->i", z, z)
+    return out
 
 
 @dataclass
