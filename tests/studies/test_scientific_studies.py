@@ -151,6 +151,9 @@ def test_mixture_vi_quick_study(quick_study):
     gmm = kl[("GMM10 (5 components)", "GMMVI")]
     assert min(abs(gmm - np.log(5 / m)) for m in (3, 4, 5)) < 0.01
     assert gmm < kl[("GMM10 (5 components)", "NN4Post")] / 2
+    # ... which the finding explains, with both KLs
+    assert "NN4Post is behind because its components are diagonal" in text
+    assert f"KL {kl[('GMM10 (5 components)', 'NN4Post')]:.2g} against {gmm:.2g}" in text
     assert s[("three peaks N_d=10", "NN4Post")] < module.GOAL_WEIGHT_ERR
     # one Gaussian sits on one mode: its error is at least 1 - the largest weight
     for target in ("GMM10 (5 components)", "three peaks N_d=10"):
