@@ -224,13 +224,22 @@ class GMMVI(PSISResampled, Method):
 
         def run_one(_):
             nonlocal weight_eps
+            terms_cache = None  # component_terms of the stored draws (db.x) under the current components
             for t in range(steps):
                 if controls[0, C_STOP]:
                     break
                 # 1. the sample: reused draws, and new ones where the reused are too few
                 db.keep_newest(int(self.reuse_ratio * per) * state.size)
                 x_old, _, _, bg_old = db.sample()
-                old_terms = G.component_terms(x_old, state.means, state.chols)  # reused in step 2
+                n_old = len(x_old)
+                if terms_cache is not None and len(terms_cache[0]) >= n_old:
+                    # the kept draws are the newest of the last iteration's, whose terms under these
+                    # components its weights step computed: a third of an iteration's linear algebra
+                    first = len(terms_cache[0]) - n_old
+                    old_terms = (terms_cache[0][first:], terms_cache[1][:, first:])
+                else:
+                    old_terms = G.component_terms(x_old, state.means, state.chols)  # reused in step 2
+                terms_cache = None
                 if len(x_old):
                     lw = old_terms[0] - bg_old[:, None]
                     w = np.exp(lw - lw.max(axis=0))
@@ -266,7 +275,8 @@ class GMMVI(PSISResampled, Method):
                     state.means[k], state.chols[k], state.last_eta[k] = step.mean, step.chol, step.eta
                     counts["failed_steps"] += not step.success
                 # 3. the weights' step, from each component's E[log p - log q] after its step
-                log_comp = G.component_log_densities(x, state.means, state.chols)
+                terms_cache = G.component_terms(x, state.means, state.chols)
+                log_comp = terms_cache[0]
                 log_q = G.row_logsumexp(log_comp + state.log_weights)
                 ratio = logp - log_q
                 iw = log_comp - background[:, None]
@@ -287,10 +297,12 @@ class GMMVI(PSISResampled, Method):
                         bad = stagnating_components(state, self.delete_after, self.min_weight)
                         if bad.any() and not bad.all():
                             state.remove(~bad)
+                            terms_cache = None
                     if it > 1 and it % self.add_every == 0 and state.size < self.max_components:
                         mean, chol = new_component_location(state, db, counts["adds"], rng, start_entropy,
                                                            self.database_size)
                         state.add(math.log(INITIAL_WEIGHT), mean, chol)
+                        terms_cache = None
                         counts["adds"] += 1
                 counts["done"] = it
                 controls[0, C_PROGRESS] = it
