@@ -121,7 +121,8 @@ def gradients_to_goal(run) -> pd.DataFrame:
                      "budget_to_goal": float(ok["budget"].iloc[0]) if len(ok) else math.nan,
                      "gradients_spent": float(ok["grad_evals"].iloc[0]) if len(ok) else math.nan,
                      "weight_err_at_largest_budget": float(g.sort_values("budget")["weight_err"].iloc[-1]),
-                     "kl_at_largest_budget": float(g.sort_values("budget")["kl"].iloc[-1])})
+                     "kl_at_largest_budget": float(g.sort_values("budget")["kl"].iloc[-1]),
+                     "sliced_w1_at_largest_budget": float(g.sort_values("budget")["sliced_w1"].iloc[-1])})
     return pd.DataFrame(rows)
 
 
@@ -141,6 +142,11 @@ def finding(run) -> str:
         if "GMMVI" not in v.index or "NN4Post" not in v.index:
             continue
         gm, nn = v.loc["GMMVI"], v.loc["NN4Post"]
+        if not (np.isfinite(gm["weight_err_at_largest_budget"]) or np.isfinite(nn["weight_err_at_largest_budget"])):
+            w1 = v["sliced_w1_at_largest_budget"].dropna().sort_values()
+            parts.append(f"on {target} (no modes to weigh) the sliced W1 to the reference at the largest budget is "
+                         + ", ".join(f"{m} {x:.2f}" for m, x in w1.items()))
+            continue
         if np.isfinite(gm["budget_to_goal"]) and np.isfinite(nn["budget_to_goal"]):
             ratio = nn["gradients_spent"] / gm["gradients_spent"]
             verdict = ("level with" if 0.5 <= ratio <= 2 else "ahead of" if ratio < 0.5 else "behind")
@@ -177,10 +183,17 @@ def finding(run) -> str:
 
 def _panels(run, folder, column: str, ylabel: str, file: str, log: bool = True) -> str:
     s = summary(run)
-    names = list(dict.fromkeys(s["target"]))
+    # a target with no value of the column has no panel (the BNN has no modes to weigh)
+    names = [n for n in dict.fromkeys(s["target"]) if np.isfinite(s.loc[s["target"] == n, column].to_numpy(float)).any()]
+    if not names:
+        names = list(dict.fromkeys(s["target"]))[:1]
     colours = method_colours(list(METHODS))
-    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.3), squeeze=False)
-    for ax, name in zip(axes[0], names):
+    ncols = min(3, len(names))
+    nrows = math.ceil(len(names) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.0 * nrows + 0.5), squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names):
         sub = s[s["target"] == name]
         for method, g in sub.groupby("method", sort=False):
             g = g.sort_values("budget")
@@ -191,7 +204,7 @@ def _panels(run, folder, column: str, ylabel: str, file: str, log: bool = True) 
         if column == "weight_err":
             ax.axhline(GOAL_WEIGHT_ERR, color="k", ls=":", lw=0.8)
         ax.set_xscale("log")
-        if log:
+        if log and np.any(np.isfinite(sub[column].to_numpy(float))):
             ax.set_yscale("log")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("gradient budget")
@@ -199,7 +212,7 @@ def _panels(run, folder, column: str, ylabel: str, file: str, log: bool = True) 
     axes[0][0].set_ylabel(ylabel)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.tight_layout(rect=(0, 0.5 / (3.0 * nrows + 0.5), 1, 1))
     fig.savefig(folder / file, dpi=85)
     plt.close(fig)
     return file

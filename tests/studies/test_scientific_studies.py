@@ -207,3 +207,16 @@ def test_the_quick_report_renders(quick_study, name):
         perf = pd.read_csv(run.out / "quick" / "performance" / "table.csv")
         assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
         assert (perf["overhead"].dropna() > 0.5).all()
+
+
+def test_the_mixture_vi_finding_scores_a_target_without_modes_by_its_sliced_wasserstein():
+    """The BNN has no modes to weigh: its clause ranks the methods by the sliced W1 instead of
+    printing NaN weight errors."""
+    load_study("mixture_vi")
+    module = __import__("sys").modules["workbench_studies.mixture_vi"]
+    rows = [{"target": "BNN", "method": m, "budget": 1000, "seed": 0, "status": "ok", "sliced_w1": w,
+             "kl": np.nan, "grad_evals": 1000} for m, w in (("NN4Post", 1.25), ("GMMVI", 0.37), ("SMC", 0.12))]
+    run = type("Run", (), {"table": pd.DataFrame(rows)})()
+    text = module.finding(run)
+    assert "on BNN (no modes to weigh) the sliced W1 to the reference at the largest budget is SMC 0.12, GMMVI 0.37, " \
+           "NN4Post 1.25" in text and "nan" not in text
