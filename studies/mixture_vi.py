@@ -155,7 +155,7 @@ def finding(run) -> str:
         else:
             parts.append(f"on {target} the largest weight error at the largest budget is NN4Post "
                          f"{nn['weight_err_at_largest_budget']:.3f}, GMMVI {gm['weight_err_at_largest_budget']:.3f}, "
-                         f"KL {nn['kl_at_largest_budget']:.2g} against {gm['kl_at_largest_budget']:.2g} "
+                         f"KL {max(nn['kl_at_largest_budget'], 0.0):.2g} against {max(gm['kl_at_largest_budget'], 0.0):.2g} "  # ~ -1e-15 at 0
                          f"(every weight within {GOAL_WEIGHT_ERR}: NN4Post {_reached(nn)}, GMMVI {_reached(gm)})")
     mixtures = goal[~goal["target"].str.startswith("three peaks")].set_index(["target", "method"])["kl_at_largest_budget"]
     behind = [t for t in dict.fromkeys(goal["target"]) if (t, "NN4Post") in mixtures and (t, "GMMVI") in mixtures
