@@ -170,7 +170,8 @@ def test_the_full_mixture_vi_grid_runs_no_full_covariance_method_at_n_d_10000():
     cells = module.grid(False)
     big = [c for c in cells if c.target.get("dim", 0) > module.FULL_COVARIANCE_MAX_DIM]
     assert big and not any(c.labels["method"] == "FullRankVI" for c in big)
-    assert all(c.method.get("covariance") == "diag" for c in big if c.labels["method"] == "GMMVI")
+    assert all(c.method.get("covariance") == "diag" and c.method["database_size"] == module.LARGE_DATABASE
+               for c in big if c.labels["method"] == "GMMVI")
     small = [c for c in cells if c.target.get("dim", 0) <= module.FULL_COVARIANCE_MAX_DIM]
     assert any(c.labels["method"] == "FullRankVI" for c in small)
     assert not any("covariance" in c.method for c in small)
