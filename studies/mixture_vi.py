@@ -204,7 +204,9 @@ def _panels(run, folder, column: str, ylabel: str, file: str, log: bool = True) 
             y = g[column].to_numpy(float)
             if log:
                 y = np.maximum(y, 1e-4)
-            ax.plot(g["budget"], y, "o-", color=colours[method], label=method, lw=1.2, ms=4)
+            # the paper-options NN4Post shares NN4Post's colour: dashed, so the two can be told apart
+            ax.plot(g["budget"], y, "o--" if "(paper)" in method else "o-", color=colours[method], label=method,
+                    lw=1.2, ms=4)
         if column == "weight_err":
             ax.axhline(GOAL_WEIGHT_ERR, color="k", ls=":", lw=0.8)
         ax.set_xscale("log")
