@@ -41,7 +41,7 @@ from .sampling import PhasedClock, deferred_chain_health
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
 # last phase's warmup (the draws the fits learn from are those phases' draws)
-FIRST_PHASE = (0.15, 0.15)
+FIRST_PHASE = (0.1, 0.1)
 REFIT_PHASE = (0.1, 0.1)
 LAST_WARMUP = 0.1
 # under a gradient budget, the shares of the first phase and each refit phase (the last phase has
@@ -64,7 +64,10 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool) -> str:
     divergence ranks first. The diagonal metric wins when it already fits (``EASY_PER_COORDINATE``);
     the low-rank metric when it improves on the diagonal by ``MIN_GAIN`` (and is considered); the
     flow only when it halves (``FLOW_GAIN``) the best linear map's loss, since its phases and its
-    layers cost more than either."""
+    layers cost more than either. When the diagonal metric fits badly and no layer was kept (the
+    first draws have not reached far enough for a layer to show on held-out ones: a banana whose
+    chains have not yet been down its arms), the flow's phases go on learning; they sample with
+    the diagonal metric until a fit beats it."""
     if fit.diagonal_loss / dim < EASY_PER_COORDINATE:
         return "diag"
     linear = fit.diagonal_loss
@@ -72,7 +75,9 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool) -> str:
         linear = fit.low_rank_loss
     if fit.flow_loss < (1.0 - FLOW_GAIN) * linear:
         return "flow"
-    return "low_rank" if linear < fit.diagonal_loss else "diag"
+    if linear < fit.diagonal_loss:
+        return "low_rank"
+    return "flow" if not fit.flow.layers else "diag"
 
 
 @functools.lru_cache(maxsize=32)
