@@ -96,3 +96,25 @@ def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected):
     fit = FlowFit(Flow(np.zeros(10), np.ones(10), kept), diagonal, flow, [], 600, 1.0, low_rank)
     assert first_choice(fit, 10, consider_low_rank=True) == expected
     assert first_choice(fit, 10, consider_low_rank=False) != "low_rank"
+
+
+def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
+    """Above ``AUTO_FLOW_MAX_DIM`` a flow's fit (O(n d^2)) would cost more than the sampling:
+    "auto" fits no layer there and chooses between the diagonal and low-rank metrics."""
+    from workbench.methods.flow_metric import AUTO_FLOW_MAX_DIM
+
+    t = wb.targets.gaussian(dim=AUTO_FLOW_MAX_DIM + 1, scales="logspace")
+    res = wb.methods.NUTS(metric="auto", draws=100, progress=False).run(t, seed=0)
+    assert [f["layers"] for f in res.info["flow"]["fits"]] == [0]
+    assert res.info["metric_chosen"] == "diag" and "a flow is not fitted above d = 500" in res.messages[0]
+
+
+@pytest.mark.parametrize(("losses", "expected"), [((40.0, 39.0, 40.0), "diag"), ((40.0, 30.0, 5.0), "low_rank")])
+def test_without_the_flow_the_first_fit_chooses_a_linear_metric(losses, expected):
+    from workbench.mcmc.flow import Flow
+    from workbench.mcmc.flow_fit import FlowFit
+    from workbench.methods.flow_metric import first_choice
+
+    diagonal, low_rank, flow = losses
+    fit = FlowFit(Flow(np.zeros(10), np.ones(10), ()), diagonal, flow, [], 600, 1.0, low_rank)
+    assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == expected
