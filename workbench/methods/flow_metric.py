@@ -112,6 +112,9 @@ def gradients(target: Target, points: np.ndarray) -> tuple[np.ndarray, np.ndarra
 # under a gradient budget, the gradients at the draws the fits learn from may take at most this
 # share of it: a smaller budget is sampled with the diagonal metric, and says so
 LEARN_SHARE = 0.1
+# the fewest draws (with their gradients) a first fit is made from; fewer, and the run goes on
+# with the diagonal metric
+MIN_FIT_DRAWS = 20
 
 
 def _phase_budget(budget: Budget, share: float | None, spent: int = 0) -> int | None:
@@ -205,6 +208,8 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         return res, fit.flow.forward(res.draws), t_z
 
     learn(run.draws)
+    if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
+        return _diagonal_run(method, target, seed, budget, started, spent=spent, first_draws=len(x_all))
     fit = refit()
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
@@ -293,23 +298,30 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
     return result
 
 
-def _diagonal_run(method, target, seed, budget, started) -> Result:
-    """A budget too small to fit a flow on (``min_flow_budget``): the sampler with the diagonal
-    metric, saying why."""
+def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_draws: int | None = None) -> Result:
+    """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
+    than ``MIN_FIT_DRAWS`` draws (``spent`` gradients, counted): the sampler with the diagonal
+    metric on what is left, saying why."""
     n_draws = budget.draws if budget.draws is not None else method.draws
-    final = dataclasses.replace(method, metric="diag", draws=n_draws).run(target, seed=seed,
-                                                                         grad_budget=budget.grad_evals)
+    left = None if budget.grad_evals is None else budget.grad_evals - spent
+    final = dataclasses.replace(method, metric="diag", draws=n_draws).run(target, seed=seed, grad_budget=left)
     info = dict(final.info)
     info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
-                    "warmup_grad_evals": final.cost.warmup_grad_evals}
+                    "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
     info["metric_chosen"] = "diag"
-    message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
-               f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
-               f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
+    if first_draws is None:
+        message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
+                   f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
+                   f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
+    else:
+        message = (f"flow: the first warmup phase ({spent:,} gradients) gave {first_draws} draws, fewer than the "
+                   f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
+                   "grad_budget for a flow)")
     final_messages = [m for m in final.messages if not m.startswith("started from")]
     result = method.result(target, seed, final.draws,
                            PhasedClock(time.perf_counter() - started, final.cost.compile_seconds),
-                           grad_evals=final.cost.grad_evals, warmup_grad_evals=final.cost.warmup_grad_evals,
+                           grad_evals=spent + final.cost.grad_evals,
+                           warmup_grad_evals=spent + final.cost.warmup_grad_evals,
                            stats=final.stats, messages=[message, *final_messages], info=info,
                            interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))

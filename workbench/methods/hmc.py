@@ -106,6 +106,9 @@ class _Hamiltonian(ChainSampler):
             object.__setattr__(self, "adapt_mass", None)
         if not isinstance(self.metric, str) or self.metric not in METRIC_NAMES:
             raise ValueError(f"metric must be one of {sorted(METRIC_NAMES)}, got {self.metric!r}")
+        if self.metric in ("flow", "auto") and self.warmup == 0:
+            raise ValueError(f"metric={self.metric!r} fits its preconditioner during warmup, so it needs warmup > 0 "
+                             "(got warmup=0): give a warmup, or metric='identity' to sample without adaptation")
         if self.metric_rank is not None:
             check_positive_int("metric_rank", self.metric_rank)
         if isinstance(self.metric_cutoff, bool) or not (isinstance(self.metric_cutoff, (int, float, np.number))

@@ -118,3 +118,21 @@ def test_without_the_flow_the_first_fit_chooses_a_linear_metric(losses, expected
     diagonal, low_rank, flow = losses
     fit = FlowFit(Flow(np.zeros(10), np.ones(10), ()), diagonal, flow, [], 600, 1.0, low_rank)
     assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == expected
+
+
+def test_a_first_phase_without_enough_draws_goes_on_with_the_diagonal_metric_within_the_budget(counted):
+    """Under a budget above ``min_flow_budget`` whose first phase's share (a tenth) still buys
+    too few draws to fit on, the run goes on with the diagonal metric from what is left, every
+    gradient counted and the budget kept (the fit on no draws had raised)."""
+    target, counter = counted
+    before = int(counter[0])
+    method = wb.methods.NUTS(metric="flow", walnuts=True, chains=2, warmup=200, draws=1000, progress=False)
+    res = method.run(target, seed=0, grad_budget=3_000)
+    assert res.cost.grad_evals == int(counter[0]) - before <= 3_000 and res.draws.shape[1] > 0
+    assert res.messages[0].startswith("flow: the first warmup phase") and res.info["metric_chosen"] == "diag"
+
+
+@pytest.mark.parametrize("metric", ["flow", "auto"])
+def test_a_learned_metric_without_warmup_is_refused_by_name(metric):
+    with pytest.raises(ValueError, match=f"metric='{metric}' fits its preconditioner during warmup.*warmup=0"):
+        wb.methods.NUTS(metric=metric, warmup=0)
