@@ -274,7 +274,9 @@ class GMMVI(PSISResampled, Method):
                                                  state.last_eta[k])
                     state.means[k], state.chols[k], state.last_eta[k] = step.mean, step.chol, step.eta
                     counts["failed_steps"] += not step.success
-                # 3. the weights' step, from each component's E[log p - log q] after its step
+                # 3. the weights' step, from each component's E[log p - log q] after its step; the
+                # step's (K, n, d) arrays are let go first, so that at most two are held at once
+                old_terms = new_terms = prec_diff = grad_q = None
                 terms_cache = G.component_terms(x, state.means, state.chols)
                 log_comp = terms_cache[0]
                 log_q = G.row_logsumexp(log_comp + state.log_weights)
