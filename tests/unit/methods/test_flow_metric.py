@@ -78,15 +78,17 @@ def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagona
     assert easy.info["metric_chosen"] == "diag"
 
 
-@pytest.mark.parametrize(("losses", "layers", "expected"), [
-    ((0.5, 0.4, 0.1), 1, "diag"),         # easy: 0.05 per coordinate
-    ((40.0, 0.1, 20.0), 1, "low_rank"),   # a correlated Gaussian
-    ((40.0, 30.0, 5.0), 1, "flow"),       # a banana: the flow halves the best linear loss
-    ((40.0, 39.0, 30.0), 1, "diag"),      # nothing helps enough
-    ((40.0, 39.0, 40.0), 0, "flow"),      # no layer learnt yet from draws that fit badly: go on learning
-    ((0.5, 0.5, 0.5), 0, "diag"),         # no layer, and none needed
+# the losses (diagonal, low-rank, flow), the layers the flow kept, the choice, and the choice
+# without the flow (metric="auto" above AUTO_FLOW_MAX_DIM)
+@pytest.mark.parametrize(("losses", "layers", "expected", "without_flow"), [
+    ((0.5, 0.4, 0.1), 1, "diag", "diag"),             # easy: 0.05 per coordinate
+    ((40.0, 0.1, 20.0), 1, "low_rank", "low_rank"),   # a correlated Gaussian
+    ((40.0, 30.0, 5.0), 1, "flow", "low_rank"),       # a banana: the flow halves the best linear loss
+    ((40.0, 39.0, 30.0), 1, "diag", "diag"),          # nothing helps enough
+    ((40.0, 39.0, 40.0), 0, "flow", "diag"),          # no layer learnt yet from draws that fit badly: go on learning
+    ((0.5, 0.5, 0.5), 0, "diag", "diag"),             # no layer, and none needed
 ])
-def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected):
+def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected, without_flow):
     from workbench.mcmc.flow import Coupling, Flow
     from workbench.mcmc.flow_fit import FlowFit
     from workbench.methods.flow_metric import first_choice
@@ -96,6 +98,7 @@ def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected):
     fit = FlowFit(Flow(np.zeros(10), np.ones(10), kept), diagonal, flow, [], 600, 1.0, low_rank)
     assert first_choice(fit, 10, consider_low_rank=True) == expected
     assert first_choice(fit, 10, consider_low_rank=False) != "low_rank"
+    assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == without_flow
 
 
 def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
@@ -107,17 +110,6 @@ def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
     res = wb.methods.NUTS(metric="auto", draws=100, progress=False).run(t, seed=0)
     assert [f["layers"] for f in res.info["flow"]["fits"]] == [0]
     assert res.info["metric_chosen"] == "diag" and "a flow is not fitted above d = 500" in res.messages[0]
-
-
-@pytest.mark.parametrize(("losses", "expected"), [((40.0, 39.0, 40.0), "diag"), ((40.0, 30.0, 5.0), "low_rank")])
-def test_without_the_flow_the_first_fit_chooses_a_linear_metric(losses, expected):
-    from workbench.mcmc.flow import Flow
-    from workbench.mcmc.flow_fit import FlowFit
-    from workbench.methods.flow_metric import first_choice
-
-    diagonal, low_rank, flow = losses
-    fit = FlowFit(Flow(np.zeros(10), np.ones(10), ()), diagonal, flow, [], 600, 1.0, low_rank)
-    assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == expected
 
 
 def test_a_first_phase_without_enough_draws_goes_on_with_the_diagonal_metric_within_the_budget(counted):
