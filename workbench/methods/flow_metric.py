@@ -138,6 +138,43 @@ def min_flow_budget(method) -> int:
     return int(math.ceil(learned_draws(method) / LEARN_SHARE))
 
 
+class PhaseNotes:
+    """What a phased run's report carries from the phases before the last (whose own messages and
+    info it keeps): the first phase's start (``init="pathfinder"``: its message and gradients) and
+    any phase's faults of the density (NaN densities, metric estimates that failed)."""
+
+    FAULTS = ("NaN density", "density raised")
+
+    def __init__(self):
+        self.first: list[str] = []
+        self.info: dict = {}
+        self.faults: list[str] = []
+
+    @classmethod
+    def of_first(cls, run: Result) -> PhaseNotes:
+        notes = cls()
+        notes.first = [m for m in run.messages if m.startswith("started from")]
+        if "pathfinder_grad_evals" in run.info:
+            notes.info["pathfinder_grad_evals"] = run.info["pathfinder_grad_evals"]
+        notes.add(run, "warmup phase 1")
+        return notes
+
+    def add(self, run: Result, phase: str) -> None:
+        self.faults.extend(f"{phase}: {m}" for m in run.messages
+                           if m.startswith(self.FAULTS) or "metric estimates were not finite" in m)
+
+
+def _forward(flow, draws: np.ndarray) -> np.ndarray:
+    """Draws (chains, n, d) in z mapped to x (an empty phase stays empty)."""
+    return draws if draws.shape[1] == 0 else flow.forward(draws)
+
+
+def _joined(parts) -> np.ndarray | None:
+    """Phases' draws (chains, n_i, d) one after another, cut to the shortest chain count."""
+    parts = [p for p in parts if p is not None]
+    return np.concatenate(parts, axis=1) if parts else None
+
+
 def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(g), axis=1)
     return x[keep], g[keep]
@@ -166,6 +203,8 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     compile_seconds += run.cost.compile_seconds
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
     last_x = target.initial_point[None].repeat(method.chains, 0)
+    warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)
+    notes = PhaseNotes.of_first(run)
 
     def learn(draws_x):
         """Add draws (chains, n, d) in x and their gradients to the training set."""
@@ -191,12 +230,16 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         """A run of the sampler on the transformed density (or, if the fit is no better than the
         diagonal metric, on the target itself) from the chains' last draws; (result, draws in x)."""
         nonlocal spent, compile_seconds
-        if not fit.better_than_diagonal and metric == "diag":
-            run_ = dataclasses.replace(method, metric="diag", warmup=warmup, draws=draws, init=last_x)
+        if metric == "identity" or (not fit.better_than_diagonal and metric == "diag"):
+            # the target itself: with the diagonal metric, or (metric "identity", a fit with no
+            # layers) with the fit's scales as a fixed metric, which is NUTS in z = (x - m) / sigma
+            # with no second kernel to compile
+            run_ = dataclasses.replace(method, metric=metric, warmup=warmup, draws=draws, init=last_x,
+                                       inv_metric=fit.flow.sigma ** 2 if metric == "identity" else None)
             res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
             spent += res.cost.grad_evals
             compile_seconds += res.cost.compile_seconds
-            return res, res.draws, None
+            return res, res.warmup_draws, res.draws, None
         t_z = flow_target(target, fit.flow)
         z0 = fit.flow.inverse(last_x)
         ok = np.all(np.isfinite(z0), axis=1)
@@ -205,21 +248,24 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         res = run_.run(t_z, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
         spent += res.cost.grad_evals
         compile_seconds += res.cost.compile_seconds
-        return res, fit.flow.forward(res.draws), t_z
+        return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
 
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
-        return _diagonal_run(method, target, seed, budget, started, spent=spent, first_draws=len(x_all))
+        return _diagonal_run(method, target, seed, budget, started, spent=spent, first_draws=len(x_all),
+                             notes=notes, warm=warm)
     fit = refit()
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, spent, compile_seconds,
-                             training, started, iterations(LOW_RANK_WARMUP))
+                             training, started, iterations(LOW_RANK_WARMUP), notes, warm)
     if not easy:
         for k in range(REFITS):
-            _, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]), seeds[1 + k],
-                                  PHASE_BUDGET[1])
+            res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
+                                            seeds[1 + k], PHASE_BUDGET[1])
+            notes.add(res, f"warmup phase {k + 2}")
+            warm.extend([warm_x, draws_x])
             learn(draws_x)
             fit = refit()
     spent_before_last = spent
@@ -227,11 +273,11 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
         # chain), as the scaling of a flow with no layers; warmup adapts the step size only
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
-        final, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], None,
-                                    metric="identity")
-        t_z = None
+        final, warm_x, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], None,
+                                            metric="identity")
     else:  # the last phase has what the others left of a budget
-        final, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
+        final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
+    warm.append(warm_x)
     final_spent = spent - spent_before_last
     warmup_spent = spent_before_last + final.cost.warmup_grad_evals
     messages = []
@@ -255,7 +301,7 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
             f"flow: the fitted transform was no better than the diagonal metric by the Fisher divergence "
             f"({fit.flow_loss:.3g} against {fit.diagonal_loss:.3g} on held-out draws): sampled with the diagonal metric")
     final_messages = [m for m in final.messages if not m.startswith("started from")]
-    info = dict(final.info)
+    info = {**notes.info, **final.info}
     info["flow"] = {"layers": len(fit.flow.layers) if used else 0, "parameters": fit.flow.n_params() if used else 0,
                     "training_seconds": training,
                     "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
@@ -266,21 +312,21 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         info["flow_object"] = fit.flow
     result = method.result(target, seed, final_x, PhasedClock(time.perf_counter() - started, compile_seconds),
                            grad_evals=spent_before_last + final_spent, warmup_grad_evals=warmup_spent,
-                           stats=final.stats, messages=messages + final_messages, info=info,
-                           interrupted=final.interrupted)
+                           stats=final.stats, messages=notes.first + messages + notes.faults + final_messages,
+                           info=info, warmup_draws=_joined(warm), interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(final_x, final.stats, getattr(method, "max_depth", None)))
     return result
 
 
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,
-                  warmup) -> Result:
+                  warmup, notes: PhaseNotes, warm: list) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
     draws, its own warmup after the first phase's."""
     run = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x)
     n_draws = budget.draws if budget.draws is not None else method.draws
     final = dataclasses.replace(run, draws=n_draws).run(target, seed=run_seed,
                                                         grad_budget=_phase_budget(budget, None, spent))
-    info = dict(final.info)
+    info = {**notes.info, **final.info}
     info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
                     "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
                               "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
@@ -293,19 +339,25 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
                            PhasedClock(time.perf_counter() - started, compile_seconds + final.cost.compile_seconds),
                            grad_evals=spent + final.cost.grad_evals,
                            warmup_grad_evals=spent + final.cost.warmup_grad_evals, stats=final.stats,
-                           messages=[message, *final_messages], info=info, interrupted=final.interrupted)
+                           messages=[*notes.first, message, *notes.faults, *final_messages], info=info,
+                           warmup_draws=_joined([*warm, final.warmup_draws]), interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
     return result
 
 
-def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_draws: int | None = None) -> Result:
+def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_draws: int | None = None,
+                  notes: PhaseNotes | None = None, warm: list | None = None) -> Result:
     """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
     than ``MIN_FIT_DRAWS`` draws (``spent`` gradients, counted): the sampler with the diagonal
     metric on what is left, saying why."""
     n_draws = budget.draws if budget.draws is not None else method.draws
     left = None if budget.grad_evals is None else budget.grad_evals - spent
-    final = dataclasses.replace(method, metric="diag", draws=n_draws).run(target, seed=seed, grad_budget=left)
-    info = dict(final.info)
+    # after a first phase, from where its chains are (a Pathfinder start is not paid twice)
+    init = method.init if not warm else warm[-1][:, -1] if warm[-1].shape[1] else None
+    final = dataclasses.replace(method, metric="diag", draws=n_draws, init=init).run(target, seed=seed,
+                                                                                      grad_budget=left)
+    notes = notes or PhaseNotes()
+    info = {**notes.info, **final.info}
     info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
                     "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
     info["metric_chosen"] = "diag"
@@ -317,12 +369,13 @@ def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_d
         message = (f"flow: the first warmup phase ({spent:,} gradients) gave {first_draws} draws, fewer than the "
                    f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
                    "grad_budget for a flow)")
-    final_messages = [m for m in final.messages if not m.startswith("started from")]
+    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
     result = method.result(target, seed, final.draws,
                            PhasedClock(time.perf_counter() - started, final.cost.compile_seconds),
                            grad_evals=spent + final.cost.grad_evals,
                            warmup_grad_evals=spent + final.cost.warmup_grad_evals,
-                           stats=final.stats, messages=[message, *final_messages], info=info,
+                           stats=final.stats, messages=[*notes.first, message, *notes.faults, *final_messages],
+                           info=info, warmup_draws=_joined([*(warm or []), final.warmup_draws]),
                            interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
     return result

@@ -84,6 +84,7 @@ class _Hamiltonian(ChainSampler):
     metric_cutoff: float = 2.0
     metric_gamma: float = 1e-5
     max_energy_error: float = 1000.0
+    inv_metric: np.ndarray | None = None
     adapt_mass: str | None = None  # deprecated: use ``metric``
 
     def __post_init__(self):
@@ -120,6 +121,12 @@ class _Hamiltonian(ChainSampler):
             raise ValueError(f"metric_gamma must be a finite number > 0, got {self.metric_gamma!r}")
         if not self.max_energy_error > 0:
             raise ValueError(f"max_energy_error must be > 0, got {self.max_energy_error!r}")
+        if self.inv_metric is not None:
+            inv = np.asarray(self.inv_metric, dtype=float)
+            if inv.ndim not in (1, 2) or not (np.all(np.isfinite(inv)) and np.all(inv > 0)):
+                raise ValueError("inv_metric must be the diagonal of the inverse metric, positive and finite, shaped "
+                                 f"(d,) or (chains, d); got shape {inv.shape}")
+            object.__setattr__(self, "inv_metric", inv)
 
     # subclasses fill these in
     def _algorithm_settings(self) -> tuple[int, int, int, float]:  # pragma: no cover
@@ -134,13 +141,21 @@ class _Hamiltonian(ChainSampler):
 
     def start_chains(self, kernel, target: Target, seed: int, budget: Budget):
         """The chain template's set-up; with ``init="pathfinder"`` the starting points and the
-        initial metric come from a Pathfinder fit (see :meth:`_pathfinder_start`)."""
+        initial metric come from a Pathfinder fit (see :meth:`_pathfinder_start`); ``inv_metric``,
+        when given, is the metric the chains start with."""
         if isinstance(self.init, str) and self.init == "pathfinder":
             chains = start_chains(self, kernel, target, seed, budget)
             chains.x0, chains.inv_mass, spent = self._pathfinder_start(target, seed, budget)
             chains.start_grad_evals = spent  # paid from the budget (Chains.grad_budget_per_chain)
-            return chains
-        return super().start_chains(kernel, target, seed, budget)
+        else:
+            chains = super().start_chains(kernel, target, seed, budget)
+        if self.inv_metric is not None:
+            shape = self.inv_metric.shape
+            if shape not in ((target.dim,), (self.chains, target.dim)):
+                raise ValueError(f"inv_metric has shape {shape}; {target.name} needs ({target.dim},) or "
+                                 f"({self.chains}, {target.dim}) (chains, d)")
+            chains.inv_mass = np.broadcast_to(self.inv_metric, (self.chains, target.dim)).copy()
+        return chains
 
     def _pathfinder_start(self, target: Target, seed: int, budget: Budget) -> tuple[np.ndarray, np.ndarray, int]:
         """(starting points, inverse metric, gradients spent) from single-path Pathfinder:
@@ -312,7 +327,9 @@ class NUTS(_Hamiltonian):
     nutpie. ``result.info`` holds the metric each chain ended with: ``inv_mass`` (the
     diagonal of M^-1) and, for low-rank and dense, ``metric_rank`` and ``metric_eigenvalues``.
     ``adapt_mass`` is the deprecated name: ``"gradient"``, ``"stan"``, ``"none"`` mean
-    ``"diag"``, ``"diag_stan"``, ``"identity"``.
+    ``"diag"``, ``"diag_stan"``, ``"identity"``. ``inv_metric``: the diagonal of M^-1 the chains
+    start with, (d,) or (chains, d) (Stan's ``inv_metric``); ``metric="identity"`` keeps it, the
+    others adapt from it. None: ones, or Pathfinder's variances with ``init="pathfinder"``.
 
     Defaults measured against nutpie's (``workbench/mcmc/adaptation.py`` says how): 400 warmup
     iterations (run ``metric="diag_stan"`` with ``warmup=1000`` for Stan's own schedule);

@@ -128,3 +128,28 @@ def test_a_first_phase_without_enough_draws_goes_on_with_the_diagonal_metric_wit
 def test_a_learned_metric_without_warmup_is_refused_by_name(metric):
     with pytest.raises(ValueError, match=f"metric='{metric}' fits its preconditioner during warmup.*warmup=0"):
         wb.methods.NUTS(metric=metric, warmup=0)
+
+
+def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_start():
+    """The phases before the final draws are the run's warmup: first phase, each refit phase
+    (mapped back from z) and the last warmup, one after another; a Pathfinder start is the first
+    phase's and is reported as the plain sampler reports it."""
+    flow = wb.methods.NUTS(metric="flow", warmup=200, draws=100, progress=False).run(wb.targets.banana(), seed=0)
+    # 20 + 20 (first phase), 3 x (20 + 20) (refits), 20 (last warmup)
+    assert flow.info["flow"]["used"] and flow.warmup_draws.shape == (4, 180, 2)
+    # in x: the warmup's last draws are where the final draws start, on the banana's scale
+    assert np.abs(flow.warmup_draws[..., 1]).max() > 3
+    target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
+    res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
+    assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
+    assert res.warmup_draws.shape[:2] == (4, 500)  # 100 + 100 (first phase), 300 (the low-rank metric's)
+
+
+def test_a_gaussian_sampled_on_the_fits_scales_keeps_them_as_its_metric():
+    """When the diagonal metric fits, the final draws run on the target itself with the fit's
+    scales as a fixed metric (NUTS in z = (x - m) / sigma, without a second kernel)."""
+    scales = np.array([0.1, 1.0, 10.0])
+    res = wb.methods.NUTS(metric="auto", progress=False).run(wb.targets.gaussian(dim=3, scales=scales), seed=0)
+    assert res.info["metric_chosen"] == "diag" and res.info["metric"] == "identity"
+    np.testing.assert_allclose(np.sqrt(res.info["inv_mass"][0]), scales, rtol=0.2)
+    np.testing.assert_allclose(res.draws.std(axis=(0, 1)), scales, rtol=0.1)

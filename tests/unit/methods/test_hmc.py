@@ -80,3 +80,17 @@ def test_trial_steps_after_stans_window_restarts_do_not_raise_the_target():
         res = wb.methods.NUTS(metric="diag_stan", progress=False).run(t, seed=seed)
         assert "target_accept_raised_to" not in res.info, (seed, res.info.get("target_accept_raised_to"))
         assert abs(float(np.mean(res.stats["accept_prob"])) - 0.8) < 0.05
+
+
+def test_a_given_inverse_metric_is_kept_by_the_identity_metric_and_checked():
+    t = wb.targets.gaussian(dim=3, scales=np.array([0.1, 1.0, 10.0]))
+    inv = np.array([0.01, 1.0, 100.0])
+    res = wb.methods.NUTS(metric="identity", inv_metric=inv, chains=2, warmup=100, draws=200,
+                          progress=False).run(t, seed=0)
+    np.testing.assert_array_equal(res.info["inv_mass"], np.tile(inv, (2, 1)))
+    # the metric fits the scales, so the step size is near the unit Gaussian's, not 0.1's
+    assert min(res.info["step_size"]) > 0.5
+    with pytest.raises(ValueError, match=r"inv_metric has shape \(2,\)"):
+        wb.methods.NUTS(inv_metric=np.ones(2), progress=False).run(t, seed=0)
+    with pytest.raises(ValueError, match="inv_metric must be the diagonal of the inverse metric, positive"):
+        wb.methods.NUTS(inv_metric=np.array([1.0, -1.0, 1.0]))
