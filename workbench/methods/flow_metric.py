@@ -250,6 +250,8 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
         compile_seconds += res.cost.compile_seconds
         return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
 
+    if run.interrupted:
+        return _stopped(method, target, seed, run, warm, spent, compile_seconds, started, "warmup phase 1")
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
         return _diagonal_run(method, target, seed, budget, started, spent=spent, first_draws=len(x_all),
@@ -266,6 +268,9 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
                                             seeds[1 + k], PHASE_BUDGET[1])
             notes.add(res, f"warmup phase {k + 2}")
             warm.extend([warm_x, draws_x])
+            if res.interrupted:
+                return _stopped(method, target, seed, res, warm, spent, compile_seconds, started,
+                                f"warmup phase {k + 2}")
             learn(draws_x)
             fit = refit()
     spent_before_last = spent
@@ -316,6 +321,18 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
                            info=info, warmup_draws=_joined(warm), interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(final_x, final.stats, getattr(method, "max_depth", None)))
     return result
+
+
+def _stopped(method, target, seed, run, warm, spent, compile_seconds, started, phase: str) -> Result:
+    """Ctrl-C in a phase before the last: no draws (the chains had not finished warming up), the
+    warmup's draws so far (when every phase kept every chain), every gradient counted."""
+    same_chains = all(p is None or p.shape[0] == method.chains for p in warm)
+    return method.result(target, seed, np.zeros((method.chains, 0, target.dim)),
+                         PhasedClock(time.perf_counter() - started, compile_seconds),
+                         grad_evals=spent, warmup_grad_evals=spent, interrupted=True,
+                         warmup_draws=_joined(warm) if same_chains else None,
+                         messages=[f"interrupted in {phase} of the warmup ({spent:,} gradients): no draws kept",
+                                   *[m for m in run.messages if not m.startswith("interrupted")]])
 
 
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,

@@ -99,3 +99,24 @@ def test_ctrl_c_before_some_chains_start_keeps_the_chains_that_made_draws(ctrl_c
     assert res.interrupted and res.draws.shape[0] == 1 and res.draws.shape[1] > 0
     assert any(m.startswith("interrupted before 3 of 4 chains") for m in res.messages)
     assert res.cost.grad_evals >= res.draws.shape[1] + 10
+
+
+@pytest.mark.parametrize("metric", ["flow", "auto"])
+def test_ctrl_c_in_a_phased_warmup_stops_there(metric, ctrl_c_raises):
+    """The learned metrics warm up in phases; Ctrl-C in one ends the run, not just the phase."""
+    fast = wb.Target.from_numba(slow_standard_normal, dim=2, data=(np.array([1.0]),), name="fast", check_gradient=False)
+    slow = wb.Target.from_numba(slow_standard_normal, dim=2, data=(np.array([2.0e4]),), name="slow", check_gradient=False)
+    nuts = wb.methods.NUTS(metric=metric, warmup=10**5, draws=10, **QUIET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nuts.run(fast, seed=0, grad_budget=50_000)  # compiled first
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        start = time.perf_counter()
+        try:
+            res = nuts.run(slow, seed=0)
+        finally:
+            timer.cancel()
+    assert time.perf_counter() - start < 10.0
+    assert res.interrupted and res.messages[0].startswith("interrupted in warmup phase 1")
+    assert res.draws.shape == (4, 0, 2) and res.cost.grad_evals > 0
