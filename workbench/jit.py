@@ -139,9 +139,25 @@ def pack_data(data: tuple) -> PackedData:
     return PackedData((fbuf, ibuf), tuple(views), tuple(layout))
 
 
+WHOLE = (-1,)
+"""The shape in a layout entry that is its whole buffer (:func:`_whole_buffers`)."""
+
+
+def _whole_buffers(layout: tuple) -> tuple:
+    """``layout`` with each 1-D entry that is alone of its kind (so its array is the whole float
+    or int buffer) marked ``WHOLE``: the adapter takes the buffer as it is, and one adapter serves
+    every size (a flow's coefficients change size with each refit; recompiling cost 0.4-0.7 s)."""
+    kinds = [kind for kind, _, _ in layout]
+    return tuple((kind, offset, WHOLE) if len(shape) == 1 and kinds.count(kind) == 1 else (kind, offset, shape)
+                 for kind, offset, shape in layout)
+
+
 def _unpack_expression(layout: tuple) -> str:
     items = []
     for kind, offset, shape in layout:
+        if shape == WHOLE:
+            items.append(kind)
+            continue
         size = int(np.prod(shape, dtype=np.int64))
         view = f"{kind}[{offset}:{offset + size}]"
         items.append(view if len(shape) == 1 else f"{view}.reshape({tuple(int(n) for n in shape)!r})")
@@ -154,6 +170,7 @@ _ADAPTERS: dict = {}  # (fn, layout, batch) -> its compiled adapter: a copy of a
 def kernel_form(fn, layout: tuple, batch: bool = False):
     """:func:`compile_kernel_form`, once per (function, data layout): targets that share both
     (a target and its ``replace``d copies) share the adapter."""
+    layout = _whole_buffers(layout)
     key = (fn, layout, batch)
     if key not in _ADAPTERS:
         _ADAPTERS[key] = compile_kernel_form(fn, layout, batch)

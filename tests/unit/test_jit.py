@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numba
+import numpy as np
 import pytest
 
 from workbench.jit import HOUSE_OPTIONS, REASSOC, jit
@@ -210,3 +211,25 @@ def test_a_fastmath_functions_adapter_has_one_file_name_in_every_process(tmp_pat
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=True)
         names.add(out.stdout.strip())
     assert len(names) == 1 and next(iter(names)).startswith("kernel_form_")
+
+
+def test_a_target_whose_data_is_one_float_and_one_int_array_shares_its_adapter_across_sizes():
+    """Each 1-D array alone of its kind is its whole buffer: one adapter serves every size (a
+    flow's refits change the sizes of its coefficients), and it reads the same values."""
+    from workbench.jit import kernel_form, pack_data
+
+    @numba.njit
+    def logp_grad(theta, grad_out, data):
+        w, k = data
+        grad_out[:] = -theta
+        return -0.5 * np.sum(theta ** 2) + w.sum() + k.size
+
+    small = pack_data((np.array([1.0, 2.0]), np.array([3], dtype=np.int64)))
+    large = pack_data((np.arange(5.0), np.arange(4, dtype=np.int64)))
+    adapter = kernel_form(logp_grad, small.layout)
+    assert kernel_form(logp_grad, large.layout) is adapter
+    g = np.empty(2)
+    assert adapter(np.zeros(2), g, small.packed) == 3.0 + 1
+    assert adapter(np.zeros(2), g, large.packed) == 10.0 + 4
+    # two float arrays are not whole buffers: each size is its own layout
+    assert kernel_form(logp_grad, pack_data((np.ones(2), np.ones(3))).layout) is not adapter

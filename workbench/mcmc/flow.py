@@ -242,15 +242,34 @@ def flow_inverse_many(x, fl, lay, idx, out):
         flow_inverse_point(x[r], fl, lay, idx, out[r])
 
 
+def pack_with_target(flow, f_own: np.ndarray, i_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The data of :func:`flow_density`: one float buffer (``fl``, then the target's floats) and
+    one int buffer (the sizes of ``fl``, ``lay`` and ``idx``, then ``lay`` row-major, ``idx`` and
+    the target's ints). Two buffers whatever the flow's size, so refits of any size share one
+    compiled adapter (``jit.kernel_form``)."""
+    fl, lay, idx = flow.pack()
+    header = np.array([fl.size, lay.shape[0], idx.size], dtype=np.int64)
+    return (np.concatenate([fl, f_own]),
+            np.concatenate([header, lay.ravel(), idx, i_own]).astype(np.int64))
+
+
+@jit(inline=True)
+def _unpack_with_target(fbuf, ibuf):
+    n_fl, n_layers, n_idx = ibuf[0], ibuf[1], ibuf[2]
+    start = 3 + n_layers * LAYOUT_COLUMNS
+    lay = ibuf[3:start].reshape((n_layers, LAYOUT_COLUMNS))
+    return fbuf[:n_fl], lay, ibuf[start:start + n_idx], fbuf[n_fl:], ibuf[start + n_idx:]
+
+
 def flow_density(inner):
     """``logp_grad(z, grad_out, data)`` of the transformed density log p(T(z)) + log |det dT/dz|
     for a target whose kernel adapter is ``inner`` (its ``kernel_logp_grad``): ``data`` is
-    (fl, lay, idx, the target's own packed buffers). Compiled per target (it closes over the
-    target's adapter), not cached on disk; one call costs one gradient of the target (and is
-    counted as one even where the flow itself overflows and the call returns -inf)."""
+    :func:`pack_with_target`'s two buffers. Compiled per target (it closes over the target's
+    adapter), not cached on disk; one call costs one gradient of the target (and is counted as
+    one even where the flow itself overflows and the call returns -inf)."""
 
     def logp_grad(z, grad_out, data):
-        fl, lay, idx, f_own, i_own = data
+        fl, lay, idx, f_own, i_own = _unpack_with_target(data[0], data[1])
         d = z.size
         n_layers = lay.shape[0]
         ys = np.empty((n_layers + 1, d))  # the layers' inputs, for the backward pass

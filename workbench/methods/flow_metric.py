@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ..mcmc.flow import Flow, flow_density, gradients_at
+from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..target import Target
@@ -93,10 +93,9 @@ def _density(inner):
 
 def flow_target(target: Target, flow) -> Target:
     """The transformed density as a :class:`Target` in z: one call is one gradient of ``target``."""
-    fl, lay, idx = flow.pack()
     f_own, i_own = target.kernel_data
     return Target(name=f"{target.name} (flow)", dim=target.dim, logp_grad=_density(target.kernel_logp_grad),
-                  data=(fl, lay, idx, f_own, i_own), param_names=tuple(f"z[{i}]" for i in range(target.dim)),
+                  data=pack_with_target(flow, f_own, i_own), param_names=tuple(f"z[{i}]" for i in range(target.dim)),
                   spec={"factory": "custom", "flow_of": dict(target.spec)},
                   description=f"{target.name} under a learned normalizing flow")
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.mcmc.flow import Coupling, Flow, flow_density, gradients_at
+from workbench.mcmc.flow import Coupling, Flow, flow_density, gradients_at, pack_with_target
 
 
 def _layer(rng, b_idx, parents):
@@ -32,8 +32,7 @@ def test_the_transformed_densitys_score_and_log_determinant_are_right(flow):
     log-determinant against the Jacobian's, by differences of T."""
     t = wb.targets.gaussian(dim=6, correlation=0.3)
     density = flow_density(t.kernel_logp_grad)
-    fl, lay, idx = flow.pack()
-    data = (fl, lay, idx, *t.kernel_data)
+    data = pack_with_target(flow, *t.kernel_data)
     rng = np.random.default_rng(2)
     for z in rng.standard_normal((3, 6)):
         grad = np.empty(6)
@@ -51,8 +50,7 @@ def test_where_the_flow_overflows_the_density_is_minus_infinity_not_nan(flow):
     is -inf (a rejected proposal), never NaN (which would read as a fault of the target)."""
     t = wb.targets.gaussian(dim=6, correlation=0.3)
     density = flow_density(t.kernel_logp_grad)
-    fl, lay, idx = flow.pack()
-    data = (fl, lay, idx, *t.kernel_data)
+    data = pack_with_target(flow, *t.kernel_data)
     grad = np.full(6, np.nan)
     with np.errstate(all="ignore"):
         value = density(np.full(6, 1e300), grad, data)
