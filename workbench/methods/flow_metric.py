@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -169,9 +170,12 @@ def _forward(flow, draws: np.ndarray) -> np.ndarray:
 
 
 def _joined(parts) -> np.ndarray | None:
-    """Phases' draws (chains, n_i, d) one after another, cut to the shortest chain count."""
+    """Phases' draws (chains, n_i, d) one after another; None when there are none, or when a
+    phase cut to Ctrl-C kept fewer chains than the others."""
     parts = [p for p in parts if p is not None]
-    return np.concatenate(parts, axis=1) if parts else None
+    if not parts or len({p.shape[0] for p in parts}) > 1:
+        return None
+    return np.concatenate(parts, axis=1)
 
 
 def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -180,7 +184,22 @@ def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
-    """``method._run`` for ``metric="flow"`` (module docstring); ``method`` is an HMC or NUTS."""
+    """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
+    HMC or NUTS. The phases' warnings (a NaN density met in the first phase) are raised once each,
+    at the end, from the caller's line, as a plain run raises them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _run_phases(method, target, seed, budget)
+    seen = set()
+    for w in caught:
+        if (w.category, str(w.message)) not in seen:
+            seen.add((w.category, str(w.message)))
+            # run_flow <- _Hamiltonian._run <- Method.run <- the caller
+            warnings.warn(str(w.message), w.category, stacklevel=4)
+    return result
+
+
+def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xF10]).spawn(REFITS + 3)]
     fit_rng = np.random.default_rng(seeds[-1])
     w = max(method.warmup, 100)  # NUTS(metric="flow")'s default: 1,000
@@ -325,11 +344,9 @@ def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
 def _stopped(method, target, seed, run, warm, spent, compile_seconds, started, phase: str) -> Result:
     """Ctrl-C in a phase before the last: no draws (the chains had not finished warming up), the
     warmup's draws so far (when every phase kept every chain), every gradient counted."""
-    same_chains = all(p is None or p.shape[0] == method.chains for p in warm)
     return method.result(target, seed, np.zeros((method.chains, 0, target.dim)),
                          PhasedClock(time.perf_counter() - started, compile_seconds),
-                         grad_evals=spent, warmup_grad_evals=spent, interrupted=True,
-                         warmup_draws=_joined(warm) if same_chains else None,
+                         grad_evals=spent, warmup_grad_evals=spent, interrupted=True, warmup_draws=_joined(warm),
                          messages=[f"interrupted in {phase} of the warmup ({spent:,} gradients): no draws kept",
                                    *[m for m in run.messages if not m.startswith("interrupted")]])
 

@@ -33,7 +33,11 @@ def test_tiny_budgets_still_allow_one_leapfrog_step():
 
 def test_nuts_defaults_are_the_measured_ones():
     nuts = wb.methods.NUTS()
-    assert (nuts.warmup, nuts.target_accept, nuts.jitter, nuts.max_depth, nuts.adapt_target) == (400, 0.8, 0.1, 10, True)
+    assert (nuts.metric, nuts.warmup, nuts.target_accept, nuts.jitter, nuts.max_depth, nuts.adapt_target) == (
+        "auto", 1000, 0.8, 0.1, 10, True)
+    # the kernel metrics warm up 400 iterations; with no warmup there is nothing for "auto" to choose by
+    assert wb.methods.NUTS(metric="diag").warmup == 400 and wb.methods.HMC().metric == "diag"
+    assert wb.methods.NUTS(warmup=0).metric == "diag"
     with pytest.raises(ValueError, match=r"jitter must lie in \[0, 1\), got 1.5"):
         wb.methods.NUTS(jitter=1.5)
     assert math.isclose(WARMUP_SHARE, 0.4)
@@ -62,12 +66,12 @@ def test_nuts_with_walnuts_stays_within_its_gradient_budget_and_counts_every_cal
 
 
 def test_walnuts_removes_the_divergences_nuts_has_on_the_banana():
-    """The banana's arms curve more than the step adapted in its bulk can follow: plain NUTS
-    diverges there (at its target acceptance, not raised), WALNUTS halves its step instead
-    (divergences are only leaves that 32 micro steps cannot hold)."""
+    """The banana's arms curve more than the step adapted in its bulk can follow: plain NUTS with
+    the diagonal metric diverges there (at its target acceptance, not raised), WALNUTS halves its
+    step instead (divergences are only leaves that 32 micro steps cannot hold)."""
     t = wb.targets.banana()
-    plain = wb.methods.NUTS(adapt_target=False, progress=False).run(t, seed=11)
-    walnuts = wb.methods.NUTS(walnuts=True, progress=False).run(t, seed=11)
+    plain = wb.methods.NUTS(metric="diag", adapt_target=False, progress=False).run(t, seed=11)
+    walnuts = wb.methods.NUTS(metric="diag", walnuts=True, progress=False).run(t, seed=11)
     assert plain.stats["diverging"].sum() >= 10 and walnuts.stats["diverging"].sum() == 0
 
 

@@ -13,7 +13,8 @@ import pytest
 import workbench as wb
 
 PINNED = {
-    'NUTS': (-34.814134043682984, -0.0575581595137844, 0.3569255619134098, 1434),
+    'NUTS': (112.89617458953578, -0.0735832979206116, -2.5265449517713936, 1366),
+    'NUTS_diag': (-34.814134043682984, -0.0575581595137844, 0.3569255619134098, 1434),
     'NUTS_low_rank': (10.990483521901652, 0.02738819033274924, 18.738669640813196, 1749),
     'HMC': (80.07809167775594, 0.1659211908703926, -14.87968879139611, 2410),
     'RandomWalkMH': (170.5738180317387, -0.07884402614489155, -2.9940380257305033, 304),
@@ -33,6 +34,7 @@ def _runs():
     m = wb.methods
     return {
         "NUTS": (m.NUTS(chains=2, warmup=100, draws=50), t),
+        "NUTS_diag": (m.NUTS(chains=2, warmup=100, draws=50, metric="diag"), t),
         "NUTS_low_rank": (m.NUTS(chains=2, warmup=100, draws=50, metric="low_rank"), t),
         "HMC": (m.HMC(chains=2, warmup=100, draws=50), t),
         "RandomWalkMH": (m.RandomWalkMH(chains=2, warmup=100, draws=50), t),

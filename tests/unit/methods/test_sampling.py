@@ -11,7 +11,7 @@ DIAGONAL = wb.targets.gaussian(10, scales="logspace")
 
 
 def test_gradient_counts_are_exact_and_warmup_is_kept_apart():
-    res = wb.methods.NUTS(chains=2, warmup=200, draws=300).run(DIAGONAL, seed=1)
+    res = wb.methods.NUTS(chains=2, warmup=200, draws=300, metric="diag").run(DIAGONAL, seed=1)
     assert res.warmup_draws.shape == (2, 200, 10) and res.draws.shape == (2, 300, 10)
     # after warmup every gradient is a leapfrog step of a recorded transition
     assert res.cost.grad_evals - res.cost.warmup_grad_evals == res.stats["n_steps"].sum()
