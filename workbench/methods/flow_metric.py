@@ -239,7 +239,9 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     def refit():
         nonlocal training
         start = time.perf_counter()
-        fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0)
+        # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer
+        fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
+                       easy_per_coordinate=EASY_PER_COORDINATE if not fits else 0.0)
         training += time.perf_counter() - start
         fits.append(fit)
         return fit
@@ -314,6 +316,11 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         messages.append(
             f"metric='auto': the diagonal metric, by the held-out Fisher divergence of the first draws (the low-rank "
             f"metric did not beat it; a flow is not fitted above d = {AUTO_FLOW_MAX_DIM}, its fit growing as d^2)")
+    elif easy and fit.diagonal_loss / target.dim < EASY_PER_COORDINATE:
+        messages.append(
+            f"flow: the diagonal metric fits this posterior (held-out Fisher divergence "
+            f"{fit.diagonal_loss / target.dim:.3g} per coordinate, below {EASY_PER_COORDINATE:g}): no flow fitted, "
+            "sampled with the diagonal metric")
     elif easy:
         messages.append(
             f"flow: the diagonal metric fits this posterior about as well as a flow would (held-out Fisher "

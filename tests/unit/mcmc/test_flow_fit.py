@@ -41,6 +41,16 @@ def test_the_drivers_are_the_banana_and_funnel_coordinates_others_depend_on():
         assert F.global_coordinates(scores, y, h).tolist() == [0]
 
 
+def test_no_layer_is_fitted_where_the_diagonal_map_already_fits_by_the_given_measure():
+    """The first fit of NUTS(metric="auto") skips the layers when the diagonal map's held-out loss
+    per coordinate is below ``easy_per_coordinate``; the same draws with a lower bar get layers."""
+    x, g = _exact(wb.targets.banana(), 400, np.random.default_rng(0))
+    fitted = F.fit_flow(x, g, np.random.default_rng(1), easy_per_coordinate=0.1)
+    assert fitted.flow.layers and fitted.diagonal_loss / 2 > 0.1
+    skipped = F.fit_flow(x, g, np.random.default_rng(1), easy_per_coordinate=1.1 * fitted.diagonal_loss / 2)
+    assert not skipped.flow.layers and skipped.flow_loss == skipped.diagonal_loss == fitted.diagonal_loss
+
+
 def test_a_gaussian_needs_no_flow():
     t = wb.targets.gaussian(dim=20, scales="logspace")
     rng = np.random.default_rng(2)
