@@ -11,12 +11,12 @@ handful (<= 5) of divergences, the median E-BFMI and the flow's training seconds
 (``studies/nutpie_flow_driver.py``; 3 seeds: each of its runs takes minutes). Written to
 ``docs/benchmarks/flow_nuts.csv``.
 
-``--auto``: ``metric="auto"`` against ``"diag"`` (our default, level with nutpie's: see
+``--auto``: ``metric="auto"`` against ``"diag"`` (the old default, level with nutpie's: see
 ``docs/benchmarks/nuts_vs_nutpie.csv``) on gauss100, corr10, the logistic regressions, the
 bundled posteriors and the latent-variable models, 5 seeds: the median ESS per 1,000 gradients
-of each and their ratio, and which metric ``"auto"`` chose. ``"auto"`` would become the default
-if it held 0.95x diag on every row and 1.5x nutpie's default in the median. Written to
-``docs/benchmarks/nuts_auto.csv``.
+of each and their ratio, and which metric ``"auto"`` chose. ``"auto"`` was to become the default
+if it held 0.95x diag on every row and 1.5x nutpie's default in the median; it did, and is.
+Written to ``docs/benchmarks/nuts_auto.csv``.
 
     python studies/nuts_geometry.py --flow [--nutpie] | --auto [--seeds N]
 """

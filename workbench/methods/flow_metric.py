@@ -37,6 +37,7 @@ from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..target import Target
+from .base import blas_controller
 from .sampling import PhasedClock, deferred_chain_health
 
 REFITS = 3
@@ -239,9 +240,12 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     def refit():
         nonlocal training
         start = time.perf_counter()
-        # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer
-        fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
-                       easy_per_coordinate=EASY_PER_COORDINATE if not fits else 0.0)
+        # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer.
+        # One BLAS thread: BLAS's idle threads spin after a call and took the cores from the
+        # chains' threads and the health check that follow (gauss100: the check 0.07 s, not 0.04)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
+                           easy_per_coordinate=EASY_PER_COORDINATE if not fits else 0.0)
         training += time.perf_counter() - start
         fits.append(fit)
         return fit
