@@ -1,6 +1,7 @@
 """Frontier: gradients to accuracy for the samplers a researcher would pick today, by b^2.
 
-NUTS (diag and low-rank; on a learned transform, metric="flow", in the full grid), MAMS (and
+NUTS (its default, metric="auto", and the low-rank metric; on a learned transform, metric="flow",
+in the full grid), MAMS (and
 whitened by a dense covariance, metric="dense", in the full grid), MCLMC, HMC and the Gaussian
 VI methods (FullRankVI, BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI with PSIS-resampled
 draws: what importance weighting rescues of a fit) at a grid of gradient budgets on an

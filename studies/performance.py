@@ -46,7 +46,8 @@ def grid(quick: bool) -> list[Cell]:
         ("Laplace", {"method": "Laplace", "draws": 2 * n}),
         ("MeanFieldVI", {"method": "MeanFieldVI", "steps": 4 * n, "draws": 2 * n, "converge_tol": 0, **quiet}),
         ("NN4Post", {"method": "NN4Post", "n_components": 5, "steps": 4 * n, "draws": 2 * n, "converge_tol": 0, **quiet}),
-        # NUTS's metrics side by side (NUTS above is the default, "diag"); dense for d <= 100 only
+        # NUTS's metrics side by side (NUTS above is the default, "auto": on these two targets it
+        # keeps the diagonal or the low-rank metric); dense for d <= 100 only
         ("NUTS (low_rank)", {"method": "NUTS", "chains": 1, "warmup": n, "draws": n, "metric": "low_rank", **quiet}),
         ("NUTS (dense)", {"method": "NUTS", "chains": 1, "warmup": n, "draws": n, "metric": "dense", **quiet}),
     ]
