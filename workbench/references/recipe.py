@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, chain_diagnostics, passes_reference_standard
+from ..methods.flow_metric import AUTO_FLOW_MAX_DIM
 from ..target import Target
 from .record import CROSS_CHECK_MCSE, Reference
 
@@ -48,7 +49,9 @@ KEPT_DRAWS = 10_000
 TARGET_ACCEPT_LADDER = (0.95, 0.99, 0.999)
 """The step-size remedy for divergences, in order (Stan's and posteriordb's advice): the next
 target_accept above the run's."""
-FLOW_MAX_DIM = 500  # the flow's fit grows with d times its parents; references beyond take the recipe alone
+# the flow's fit grows as d^2: references beyond the dimension where metric="auto" stops fitting
+# layers take the recipe alone
+FLOW_MAX_DIM = AUTO_FLOW_MAX_DIM
 ESS_MARGIN = 1.5  # plan the draws for 1.5 x the ESS the standard asks
 
 
