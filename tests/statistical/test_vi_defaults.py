@@ -234,6 +234,9 @@ def test_mean_field_vi_reaches_its_familys_optimum_on_the_brownian_motion(seed):
 # draws of the fixed-draw objective that locate each family's optimum: 4,000 are cheap on the
 # first two; the LGCP's density costs a 100 x 100 Cholesky factor (0.3 ms), so 1,000 antithetic ones
 OPTIMUM_DRAWS = {"stochastic_volatility": 4000, "brownian_motion": 4000, "lgcp": 1000}
+# the full-rank optimum moves less with the draws: on the LGCP 500 antithetic draws put its mean
+# within 0.0005-0.0025 reference sds of 1,000's (two draw sets), the mean-field one's 0.015-0.029
+FULL_RANK_OPTIMUM_DRAWS = {**OPTIMUM_DRAWS, "lgcp": 500}
 
 
 def _reference_mean_and_sd(t):
@@ -274,14 +277,15 @@ def test_full_rank_vi_reaches_its_familys_optimum_on_latent_variable_models(name
     and 0.048 (10,000-12,000 steps), the optimum itself 0.26 from the posterior; the Brownian
     motion 0.027-0.029 (the optimum 0.41 from the exact posterior); the log-Gaussian Cox process
     0.007 against 1,000 antithetic draws' optimum (0.028-0.032 against 4,000 plain draws', which
-    are the noisier: 0.037 from the antithetic one). Before its gradient left out q's score
+    are the noisier: 0.037 from the antithetic one; 500 antithetic draws, the test's, are within
+    0.0025 of 1,000's). Before its gradient left out q's score
     (Roeder et al. 2017) and its stopping rule watched the mean, it ended 0.41 away on
     stochastic volatility."""
     from workbench.vi.fit import STATUS_CONVERGED
 
     t = wb.posteriors.load(name)
     ref_mean, ref_sd = _reference_mean_and_sd(t)
-    mu_opt, _ = _fixed_draws_optimum(t, full_rank=True, n_draws=OPTIMUM_DRAWS[name], start_mean=ref_mean,
+    mu_opt, _ = _fixed_draws_optimum(t, full_rank=True, n_draws=FULL_RANK_OPTIMUM_DRAWS[name], start_mean=ref_mean,
                                      start_sd=ref_sd)
     fit = wb.methods.FullRankVI(progress=False).run(t, seed=1)
     gap = np.abs(fit.approximation.mean - mu_opt) / ref_sd
