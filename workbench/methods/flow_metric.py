@@ -279,7 +279,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
         return _diagonal_run(method, target, seed, budget, started, spent=spent, first_draws=len(x_all),
-                             notes=notes, warm=warm)
+                             notes=notes, warm=warm, compile_seconds=compile_seconds)
     fit = refit()
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
@@ -334,21 +334,28 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         messages.append(
             f"flow: the fitted transform was no better than the diagonal metric by the Fisher divergence "
             f"({fit.flow_loss:.3g} against {fit.diagonal_loss:.3g} on held-out draws): sampled with the diagonal metric")
-    final_messages = [m for m in final.messages if not m.startswith("started from")]
-    info = {**notes.info, **final.info}
-    info["flow"] = {"layers": len(fit.flow.layers) if used else 0, "parameters": fit.flow.n_params() if used else 0,
-                    "training_seconds": training,
-                    "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
-                              "layers": len(f.flow.layers)} for f in fits],
-                    "used": used, "warmup_grad_evals": warmup_spent}
-    info["metric_chosen"] = "flow" if used else "diag"
-    if t_z is not None:
-        info["flow_object"] = fit.flow
-    result = method.result(target, seed, final_x, PhasedClock(time.perf_counter() - started, compile_seconds),
-                           grad_evals=spent_before_last + final_spent, warmup_grad_evals=warmup_spent,
-                           stats=final.stats, messages=notes.first + messages + notes.faults + final_messages,
-                           info=info, warmup_draws=_joined(warm), interrupted=final.interrupted)
-    result.defer_health(deferred_chain_health(final_x, final.stats, getattr(method, "max_depth", None)))
+    flow_info = {"layers": len(fit.flow.layers) if used else 0, "parameters": fit.flow.n_params() if used else 0,
+                 "training_seconds": training,
+                 "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
+                           "layers": len(f.flow.layers)} for f in fits],
+                 "used": used, "warmup_grad_evals": warmup_spent}
+    return _phased_result(method, target, seed, final, final_x, started, compile_seconds,
+                          spent_before_last + final_spent, warmup_spent, notes, messages, warm,
+                          flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
+
+
+def _phased_result(method, target, seed, final: Result, draws, started, compile_seconds, grad_evals,
+                   warmup_grad_evals, notes: PhaseNotes, messages, warm, flow_info, chosen, extra=None) -> Result:
+    """The run's :class:`Result`: the last phase's draws (in x) and stats, every phase's gradients,
+    warmup draws and faults, what was chosen and why (``messages``, ``info["flow"]``)."""
+    info = {**notes.info, **final.info, "flow": flow_info, "metric_chosen": chosen, **(extra or {})}
+    # the first phase's start message is already in ``notes.first``
+    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
+    result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, compile_seconds),
+                           grad_evals=grad_evals, warmup_grad_evals=warmup_grad_evals, stats=final.stats,
+                           messages=[*notes.first, *messages, *notes.faults, *final_messages], info=info,
+                           warmup_draws=_joined(warm), interrupted=final.interrupted)
+    result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None)))
     return result
 
 
@@ -370,41 +377,32 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
     n_draws = budget.draws if budget.draws is not None else method.draws
     final = dataclasses.replace(run, draws=n_draws).run(target, seed=run_seed,
                                                         grad_budget=_phase_budget(budget, None, spent))
-    info = {**notes.info, **final.info}
-    info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
-                    "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
-                              "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
-                    "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
-    info["metric_chosen"] = "low_rank"
+    flow_info = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
+                 "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
+                           "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
+                 "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
     message = (f"metric='auto': the low-rank metric, by the held-out Fisher divergence of the first "
                f"{fit.draws} draws ({fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
-    final_messages = [m for m in final.messages if not m.startswith("started from")]
-    result = method.result(target, seed, final.draws,
-                           PhasedClock(time.perf_counter() - started, compile_seconds + final.cost.compile_seconds),
-                           grad_evals=spent + final.cost.grad_evals,
-                           warmup_grad_evals=spent + final.cost.warmup_grad_evals, stats=final.stats,
-                           messages=[*notes.first, message, *notes.faults, *final_messages], info=info,
-                           warmup_draws=_joined([*warm, final.warmup_draws]), interrupted=final.interrupted)
-    result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
-    return result
+    return _phased_result(method, target, seed, final, final.draws, started,
+                          compile_seconds + final.cost.compile_seconds, spent + final.cost.grad_evals,
+                          spent + final.cost.warmup_grad_evals, notes, [message], [*warm, final.warmup_draws],
+                          flow_info, "low_rank")
 
 
 def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_draws: int | None = None,
-                  notes: PhaseNotes | None = None, warm: list | None = None) -> Result:
+                  notes: PhaseNotes | None = None, warm: list | None = None, compile_seconds: float = 0.0) -> Result:
     """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
     than ``MIN_FIT_DRAWS`` draws (``spent`` gradients, counted): the sampler with the diagonal
     metric on what is left, saying why."""
     n_draws = budget.draws if budget.draws is not None else method.draws
     left = None if budget.grad_evals is None else budget.grad_evals - spent
-    # after a first phase, from where its chains are (a Pathfinder start is not paid twice)
-    init = method.init if not warm else warm[-1][:, -1] if warm[-1].shape[1] else None
+    init = method.init
+    if warm:  # after a first phase: from where its chains are (a Pathfinder start is not paid twice)
+        init = warm[-1][:, -1] if warm[-1].shape[1] else None
     final = dataclasses.replace(method, metric="diag", draws=n_draws, init=init).run(target, seed=seed,
                                                                                       grad_budget=left)
-    notes = notes or PhaseNotes()
-    info = {**notes.info, **final.info}
-    info["flow"] = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
-                    "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
-    info["metric_chosen"] = "diag"
+    flow_info = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
+                 "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
     if first_draws is None:
         message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
                    f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
@@ -413,13 +411,7 @@ def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_d
         message = (f"flow: the first warmup phase ({spent:,} gradients) gave {first_draws} draws, fewer than the "
                    f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
                    "grad_budget for a flow)")
-    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
-    result = method.result(target, seed, final.draws,
-                           PhasedClock(time.perf_counter() - started, final.cost.compile_seconds),
-                           grad_evals=spent + final.cost.grad_evals,
-                           warmup_grad_evals=spent + final.cost.warmup_grad_evals,
-                           stats=final.stats, messages=[*notes.first, message, *notes.faults, *final_messages],
-                           info=info, warmup_draws=_joined([*(warm or []), final.warmup_draws]),
-                           interrupted=final.interrupted)
-    result.defer_health(deferred_chain_health(final.draws, final.stats, getattr(method, "max_depth", None)))
-    return result
+    return _phased_result(method, target, seed, final, final.draws, started,
+                          compile_seconds + final.cost.compile_seconds, spent + final.cost.grad_evals,
+                          spent + final.cost.warmup_grad_evals, notes or PhaseNotes(), [message],
+                          [*(warm or []), final.warmup_draws], flow_info, "diag")
