@@ -34,10 +34,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..jit import jit
-from ..numerics import LOG_2PI
+from ..numerics import LOG_2PI, logsumexp  # compiled: the weights' bisection calls it twice a step
 
 WEIGHT_FLOOR = -69.07  # log(1e-30): the authors' lower bound on a weight
 ETA_BOUNDS = (-20.0, 80.0)  # log eta's first bracket (a component's first update)
