@@ -350,7 +350,11 @@ def _phased_result(method, target, seed, final: Result, draws, started, compile_
                    warmup_grad_evals, notes: PhaseNotes, messages, warm, flow_info, chosen, extra=None) -> Result:
     """The run's :class:`Result`: the last phase's draws (in x) and stats, every phase's gradients,
     warmup draws and faults, what was chosen and why (``messages``, ``info["flow"]``)."""
-    info = {**notes.info, **final.info, "flow": flow_info, "metric_chosen": chosen, **(extra or {})}
+    # "metric" is the setting asked for, as a plain run reports it ("auto" or "flow"; the last
+    # phase's own kernel metric is an implementation detail: "identity" with the fit's scales);
+    # "metric_chosen" is what the warmup chose
+    info = {**notes.info, **final.info, "metric": method.metric, "flow": flow_info, "metric_chosen": chosen,
+            **(extra or {})}
     # the first phase's start message is already in ``notes.first``
     final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
     result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, compile_seconds),
