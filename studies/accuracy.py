@@ -37,7 +37,7 @@ TARGETS = [
 ]
 LATENT_TARGETS = ("Brownian motion", "stochastic volatility")
 # the quick grid keeps one of them (d = 32, cheap gradients); the log-Gaussian Cox process is in
-# neither grid: its O(n^3) density (0.14 ms a gradient at d = 102) would take hours at 10^6
+# neither grid: its O(n^3) density (0.13 ms a gradient at d = 102) would take hours at 10^6
 FULL_ONLY_TARGETS = ("stochastic volatility",)
 EXACT_TARGETS = ("gaussian d=10", "mixture d=2", "funnel d=5", "banana d=2", "linear regression", "Brownian motion")
 

@@ -232,7 +232,8 @@ def test_mean_field_vi_reaches_its_familys_optimum_on_the_brownian_motion(seed):
 
 
 # draws of the fixed-draw objective that locate each family's optimum: 4,000 are cheap on the
-# first two; the LGCP's density costs a 100 x 100 Cholesky factor and its inverse (0.14 ms), so 1,000 antithetic ones
+# first two; the LGCP's density costs a 100 x 100 Cholesky factor and its inverse (0.13 ms), so
+# 1,000 antithetic ones
 OPTIMUM_DRAWS = {"stochastic_volatility": 4000, "brownian_motion": 4000, "lgcp": 1000}
 # the full-rank optimum moves less with the draws: on the LGCP 500 antithetic draws put its mean
 # within 0.0005-0.0025 reference sds of 1,000's (two draw sets), the mean-field one's 0.015-0.029
