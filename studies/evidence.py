@@ -138,7 +138,7 @@ def _finding(ev: pd.DataFrame, table: pd.DataFrame) -> str:
 def report(run, folder) -> Page:
     table = run.table
     ev = evidence_rows(table)
-    n_seeds = table["seed"].nunique()
+    n_seeds = ev["seed"].nunique()  # the calibration part's seeds are its own (its table says how many)
     over = f"median over {n_seeds} seeds" if n_seeds > 1 else "one seed"
     figures = [
         Figure(F.error_vs_cost(ev, "abs_log_z_err", folder, "log_z_vs_cost.png", "|log Z error|"),
