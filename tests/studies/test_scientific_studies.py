@@ -104,6 +104,8 @@ def test_evidence_quick_study(quick_study):
     assert len(smc) >= 6 and smc["grad_budget"].max() == 10_000_000
     # with its largest budget SMC's log Z is within a few tenths on every target with exact evidence
     assert (smc["log_z_err"].abs() < 0.5).all(), smc["log_z_err"]
+    # the figures are of the grid's one seed (the calibration part's seeds are its table's)
+    assert "one seed" in text and "median over 3 seeds" not in text
     # and it finds the peaks' masses that NUTS from one start per chain cannot
     mixture = t[t["target"] == "mixture d=10"]
     nuts = mixture[mixture["method"] == "NUTS"]["mode_weight_err_max"].min()
