@@ -112,19 +112,24 @@ def test_evidence_quick_study(quick_study):
     assert smc.loc["mixture d=10", "mode_weight_err_max"] < 0.05 < nuts
 
 
-def test_frontier_crossings_count_a_seed_that_did_not_cross_as_never():
-    """The crossing table is the median over the largest budget's seeds, where a seed that did
-    not cross counts as infinitely many gradients: two crossing seeds of three give the larger
-    of their two values, one of three gives "not within the budget" (NaN), not the lucky seed's."""
+def _frontier_module():
     import importlib.util
     from pathlib import Path
-
-    import pandas as pd
 
     path = Path(__file__).resolve().parents[2] / "studies" / "frontier.py"
     spec = importlib.util.spec_from_file_location("frontier", path)
     frontier = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(frontier)
+    return frontier
+
+
+def test_frontier_crossings_count_a_seed_that_did_not_cross_as_never():
+    """The crossing table is the median over the largest budget's seeds, where a seed that did
+    not cross counts as infinitely many gradients: two crossing seeds of three give the larger
+    of their two values, one of three gives "not within the budget" (NaN), not the lucky seed's."""
+    import pandas as pd
+
+    frontier = _frontier_module()
     nan = float("nan")
     rows = []
     for method, crossings in (("MAMS", (30_000, nan, 40_000)), ("NUTS", (nan, 60_000, nan))):
@@ -138,6 +143,25 @@ def test_frontier_crossings_count_a_seed_that_did_not_cross_as_never():
     assert np.isnan(table.loc["NUTS", "grads_to_b2_max"])
     assert "MAMS 40,000" in frontier._finding(table.reset_index()) and "NUTS did not get there" in frontier._finding(
         table.reset_index())
+
+
+def test_frontier_compares_with_the_paper_per_chain_and_without_tuning():
+    """The paper's Table 1 counts one chain's gradients and leaves tuning out: ours beside it are
+    the sampling gradients (all chains') divided by the chains; a target this grid did not run
+    shows NaN."""
+    import pandas as pd
+
+    frontier = _frontier_module()
+    frame = pd.DataFrame([{"target": "gaussian d=100", "method": m, "grads_to_b2_max": total,
+                           "sampling_grads_to_b2_max": sampling}
+                          for m, total, sampling in (("MAMS", 20_000, 12_000), ("NUTS", 60_000, 48_000))])
+    row = frontier.paper_comparison(frame).set_index("target")
+    chains = frontier.CHAINS
+    assert row.loc["gaussian d=100", "MAMS (ours)"] == 12_000 / chains
+    assert row.loc["gaussian d=100", "NUTS (ours)"] == 48_000 / chains
+    assert row.loc["gaussian d=100", "MAMS / NUTS (ours)"] == pytest.approx(0.25)
+    assert np.isnan(row.loc["brownian motion", "MAMS (ours)"])
+    assert "ours so counted: 0.25" in frontier._finding(frame.assign(budget=100_000))
 
 
 @pytest.mark.slow

@@ -12,9 +12,10 @@ the variance sums) carries over in arrays between calls.
   which the step-size tuner holds at ``desired_energy_var`` (Var[E] / d = 5e-4; the tuner is
   BlackJAX's ``mclmc_adaptation.predictor``: Var[E] ~ eps^6, a weighted running estimate).
 - MAMS (Robnik, Cohn-Gordon and Seljak 2025, Algorithm 1): a transition draws a fresh
-  velocity on the sphere, integrates ``n`` steps with n uniform on {1, ..., 2 L / eps} (mean
-  L / eps + 1/2), and accepts with probability min(1, e^-dE), dE the energy error including
-  the kinetic change; the step size adapts by dual averaging toward an acceptance of 0.9.
+  velocity on the sphere, integrates ``n`` steps, n = 1 + floor(U s) with s chosen so that
+  E[n] = L / eps (``steps_scale``, BlackJAX's ``adjusted_mclmc.rescale``: about uniform on
+  {1, ..., 2 L / eps - 1}), and accepts with probability min(1, e^-dE), dE the energy error
+  including the kinetic change; the step size adapts by dual averaging toward an acceptance of 0.9.
 
 Both work in the preconditioned coordinates y = x / sigma (``sigma`` a diagonal
 preconditioner) and never spend past ``grad_budget``.
@@ -28,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import types
 
-from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, INDEX, MATRIX, RNG, VEC, kernel_settings, \
+from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, \
     settings_type, target_kernel
 from .adaptation import welford_add
 from .isokinetic import LEAPFROG, N_WORK, isokinetic_step, partial_refresh, random_unit_vector
@@ -75,6 +76,20 @@ def microcanonical_settings(**values) -> MicrocanonicalSettings:
     return kernel_settings(MicrocanonicalSettings, **values)
 
 
+@jit(nrt=False)
+def steps_scale(mean_steps):
+    """The s for which n = 1 + floor(U s), U ~ U(0, 1), has E[n] = ``mean_steps`` (BlackJAX's
+    ``adjusted_mclmc.rescale``, the authors' code): with k = floor(2 mu - 1), n is uniform on
+    {1, ..., k} with a share x / s on k + 1, x = k (mu - (k + 1) / 2) / (k + 1 - mu). A mean
+    of at most one step gives s = 0 (n = 1). The MAMS paper's n uniform on {1, ..., 2 L / eps}
+    has mean L / eps + 1/2: at the step the tuning ends at on a 100-d Gaussian (L / eps = 1.1)
+    that is 45% more gradients a transition."""
+    k = math.floor(2.0 * mean_steps - 1.0)
+    if k <= 0.0:
+        return 0.0
+    return k + k * (mean_steps - 0.5 * (k + 1.0)) / (k + 1.0 - mean_steps)
+
+
 def _microcanonical_chain(logp_grad, data, x, u, sigma, rng, settings, tune_state, welford, draws_out, stats_out,
                           control):
     """Run ``settings.n_steps`` transitions from (x, u), both updated in place. Returns
@@ -110,7 +125,7 @@ def _microcanonical_chain(logp_grad, data, x, u, sigma, rng, settings, tune_stat
         if settings.adjusted != 0:
             random_unit_vector(rng, u)
             big_l = settings.l_over_eps * eps if settings.l_over_eps > 0.0 else settings.big_l
-            n_int = int(math.ceil(rng.random() * 2.0 * big_l / eps))
+            n_int = 1 + int(math.floor(rng.random() * steps_scale(big_l / eps)))
             n_int = max(1, min(n_int, 100_000))
             if settings.grad_budget >= 0:
                 n_int = min(n_int, remaining // per_step)

@@ -220,15 +220,15 @@ class MCLMC(_Microcanonical):
 class MAMS(_Microcanonical):
     """Metropolis-adjusted microcanonical sampler (Robnik, Cohn-Gordon and Seljak 2025):
     each transition draws a fresh velocity, integrates a random number of isokinetic steps
-    (uniform on 1..2 L / eps) and accepts or rejects the end on the energy error, kinetic
-    change included, so it is exact for the target. Step size by dual averaging toward
+    (about uniform on 1..2 L / eps - 1, with mean L / eps) and accepts or rejects the end on the
+    energy error, kinetic change included, so it is exact for the target. Step size by dual averaging toward
     ``target_accept`` (0.9, the authors' recommendation), a diagonal preconditioner from the
     warmup's variances, L = sqrt(d) after it (module docstring). ``warmup`` counts tuning
-    transitions (default 400, as NUTS's: measured against 300 and 500 by the gradients to
+    transitions (default 400, as NUTS's: measured against 300 and 200 by the gradients to
     b2_max < 0.01 as a share of NUTS's, median of 5 seeds, tuning included, with
-    ``studies/frontier.py``'s settings: 100-d Gaussian 0.435 (300: 0.407, 500: 0.485),
-    logistic regression 0.714 (300: 0.865, 500: 0.752), the banana crossing within 10^5 in
-    4 of 5 seeds (500: 2 of 5)),
+    ``studies/frontier.py``'s settings: 100-d Gaussian 0.36 (300: 0.34, 200: 0.32), the banana
+    crossing within 10^5 in 3 of 5 seeds (300 and 200: 2 of 5); the breast-cancer logistic
+    regression crosses within 10^5 at none of them),
     ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and a quarter
     of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
@@ -290,11 +290,8 @@ class MAMS(_Microcanonical):
                                 cap=cap)
             if adapt and st.tune[4] > 0:
                 eps = min(math.exp(st.tune[1]), big_l / 1.1)  # the dual-averaging average
-            # On the 100-d ill-conditioned Gaussian the step stops at this clamp with acceptance
-            # 0.95, not 0.9. Lengthening L to 1.5 sqrt(d) when it does lets the step reach 0.9
-            # (0.875) and raises the means' bulk ESS per gradient by 61 %, but the gradients to
-            # b2_max < 0.01 rise from 31,200 to 43,600 (median of 5 seeds, 4 chains, 10^5 budget;
-            # NUTS 71,800): the second moments mix worse. Measured, so L stays.
+            # On the 100-d ill-conditioned Gaussian the step ends at this clamp (1.1 steps a
+            # transition) after stage 3 has lengthened L to 13-14, with acceptance 0.89-0.91
             if self.tune_L and self.L is None:
                 # stage 3: L from how many transitions the chain needs per effective draw
                 # (BlackJAX's adjusted_mclmc_make_adaptation_L, l_factor 0.5, at most doubling L),

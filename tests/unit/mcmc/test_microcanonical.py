@@ -43,3 +43,19 @@ def test_small_steps_are_accepted_and_a_budget_stops_the_call():
     assert stats[:, K.S_ACCEPT].mean() > 0.99
     done, grads, _, _, _, _ = _call(1, n=10_000, budget=501)
     assert grads <= 501 and done < 10_000
+
+
+@pytest.mark.parametrize("mean_steps", [0.5, 1.0, 1.1, 1.5, 2.0, 2.7, 5.0, 10.3, 47.9])
+def test_steps_scale_makes_the_mean_number_of_steps_l_over_eps(mean_steps):
+    # n = 1 + floor(U s): each of 0..K-1 (K = floor(s)) has probability 1 / s, K the rest
+    s = K.steps_scale(mean_steps)
+    k = int(np.floor(s))
+    expected = 1.0 + (k * (k - 1) / 2 + k * (s - k)) / s if s > 0 else 1.0
+    assert expected == pytest.approx(max(mean_steps, 1.0), rel=1e-12)
+
+
+def test_a_mams_transition_integrates_l_over_eps_steps_on_average():
+    # eps = 0.3, L = 2: 6.67 steps a transition on average (uniform on 1..2 L / eps would give 7.17)
+    _, _, _, stats, _, _ = _call(1, n=4000, eps=0.3, big_l=2.0)
+    steps = stats[:, K.S_N_STEPS] / I.GRADS_PER_STEP[I.MINIMAL_NORM]
+    assert abs(steps.mean() - 2.0 / 0.3) < 4 * steps.std() / np.sqrt(len(steps))
