@@ -224,11 +224,10 @@ class MAMS(_Microcanonical):
     energy error, kinetic change included, so it is exact for the target. Step size by dual averaging toward
     ``target_accept`` (0.9, the authors' recommendation), a diagonal preconditioner from the
     warmup's variances, L = sqrt(d) after it (module docstring). ``warmup`` counts tuning
-    transitions (default 400, as NUTS's: measured against 300 and 200 by the gradients to
+    transitions (default 400, as NUTS's: measured against 300 and 500 by the gradients to
     b2_max < 0.01 as a share of NUTS's, median of 5 seeds, tuning included, with
-    ``studies/frontier.py``'s settings: 100-d Gaussian 0.36 (300: 0.34, 200: 0.32), the banana
-    crossing within 10^5 in 3 of 5 seeds (300 and 200: 2 of 5); the breast-cancer logistic
-    regression crosses within 10^5 at none of them),
+    ``studies/frontier.py``'s settings: 100-d Gaussian 0.31 (300: 0.30, 500: 0.39), the banana
+    crossing within 10^5 in 5 of 12 seeds (300: 3, 500: 6)),
     ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and a quarter
     of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
@@ -257,7 +256,7 @@ class MAMS(_Microcanonical):
 
     def _tune(self, chains, target, st, control, cap, out) -> tuple[float, float]:
         d = target.dim
-        eps = self.step_size or 0.2 * math.sqrt(d)
+        eps = self.step_size or math.sqrt(d) / 3.0
         big_l = self.L or math.sqrt(d)
         adapt = self.step_size is None
         tune = K.TUNE_DUAL_AVERAGING if adapt else K.TUNE_NONE
@@ -267,7 +266,12 @@ class MAMS(_Microcanonical):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
         if half:
-            # stage 1: L follows the step (L / eps = 5, BlackJAX's start) while the step adapts;
+            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5:
+            # measured with 3, the 100-d Gaussian needs 19,500 gradients to b2_max < 0.01, not
+            # 23,100, the dense metric 8-19% fewer on three posteriors, the breast-cancer
+            # regression at 10^4 gradients ends with R-hat > 1.1 in 0 of 10 seeds, not 3, and the
+            # banana crosses within 10^5 in 5 of 12 seeds against 6; with 2, a seed of that
+            # regression ended at R-hat 2.3);
             # its second half collects the draws and gradients of the preconditioner
             restart(eps)
             quarter = max(half // 2, 1)
