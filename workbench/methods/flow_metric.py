@@ -186,7 +186,7 @@ def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
-    HMC or NUTS. The phases' warnings (a NaN density met in the first phase) are raised once each,
+    HMC, a NUTS or a MAMS (``metric="flow"``). The phases' warnings (a NaN density met in the first phase) are raised once each,
     at the end, from the caller's line, as a plain run raises them."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -257,9 +257,10 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         if metric == "identity" or (not fit.better_than_diagonal and metric == "diag"):
             # the target itself: with the diagonal metric, or (metric "identity", a fit with no
             # layers) with the fit's scales as a fixed metric, which is NUTS in z = (x - m) / sigma
-            # with no second kernel to compile
-            run_ = dataclasses.replace(method, metric=metric, warmup=warmup, draws=draws, init=last_x,
-                                       inv_metric=fit.flow.sigma ** 2 if metric == "identity" else None)
+            # with no second kernel to compile (MAMS, which takes no fixed metric, tunes its own)
+            fixed = {"metric": metric, "inv_metric": fit.flow.sigma ** 2 if metric == "identity" else None} \
+                if hasattr(method, "inv_metric") else {"metric": "diag"}
+            run_ = dataclasses.replace(method, warmup=warmup, draws=draws, init=last_x, **fixed)
             res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
             spent += res.cost.grad_evals
             compile_seconds += res.cost.compile_seconds
