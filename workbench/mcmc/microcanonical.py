@@ -125,7 +125,7 @@ def _microcanonical_chain(logp_grad, data, x, u, sigma, rng, settings, tune_stat
         if settings.adjusted != 0:
             random_unit_vector(rng, u)
             big_l = settings.l_over_eps * eps if settings.l_over_eps > 0.0 else settings.big_l
-            n_int = 1 + int(math.floor(rng.random() * steps_scale(big_l / eps)))
+            n_int = 1 + math.floor(rng.random() * steps_scale(big_l / eps))
             n_int = max(1, min(n_int, 100_000))
             if settings.grad_budget >= 0:
                 n_int = min(n_int, remaining // per_step)
