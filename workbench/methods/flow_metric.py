@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from ..mcmc.affine import affine_target, dense_factor
 from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
@@ -186,7 +187,7 @@ def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
-    HMC, a NUTS or a MAMS (``metric="flow"``). The phases' warnings (a NaN density met in the first phase) are raised once each,
+    HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first phase) are raised once each,
     at the end, from the caller's line, as a plain run raises them."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -288,7 +289,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, spent, compile_seconds,
-                             training, started, iterations(LOW_RANK_WARMUP), notes, warm)
+                             training, started, iterations(LOW_RANK_WARMUP), notes, warm, x_all)
     if not easy:
         for k in range(REFITS):
             res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
@@ -377,23 +378,34 @@ def _stopped(method, target, seed, run, warm, spent, compile_seconds, started, p
 
 
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,
-                  warmup, notes: PhaseNotes, warm: list) -> Result:
+                  warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
-    draws, its own warmup after the first phase's."""
-    run = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x)
+    draws, its own warmup after the first phase's. A sampler without one (MAMS, whose
+    preconditioner is diagonal) samples the posterior whitened by the covariance of the first
+    phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
     n_draws = budget.draws if budget.draws is not None else method.draws
-    final = dataclasses.replace(run, draws=n_draws).run(target, seed=run_seed,
-                                                        grad_budget=_phase_budget(budget, None, spent))
+    left = _phase_budget(budget, None, spent)
+    if hasattr(method, "inv_metric"):
+        final = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x, draws=n_draws).run(
+            target, seed=run_seed, grad_budget=left)
+        draws, final_warm, chosen, what = final.draws, final.warmup_draws, "low_rank", "the low-rank metric"
+    else:
+        mean, chol = dense_factor(first_draws)
+        z0 = np.linalg.solve(chol, (last_x - mean).T).T
+        final = dataclasses.replace(method, metric="diag", warmup=warmup, init=z0, draws=n_draws).run(
+            affine_target(target, mean, chol), seed=run_seed, grad_budget=left)
+        draws, final_warm = mean + final.draws @ chol.T, mean + final.warmup_draws @ chol.T
+        chosen, what = "dense", f"the dense metric (the covariance of {len(first_draws)} draws)"
     flow_info = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
                  "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
                            "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
                  "warmup_grad_evals": spent + final.cost.warmup_grad_evals}
-    message = (f"metric='auto': the low-rank metric, by the held-out Fisher divergence of the first "
-               f"{fit.draws} draws ({fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
-    return _phased_result(method, target, seed, final, final.draws, started,
+    message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
+               f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
+    return _phased_result(method, target, seed, final, draws, started,
                           compile_seconds + final.cost.compile_seconds, spent + final.cost.grad_evals,
-                          spent + final.cost.warmup_grad_evals, notes, [message], [*warm, final.warmup_draws],
-                          flow_info, "low_rank")
+                          spent + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
+                          flow_info, chosen)
 
 
 def _diagonal_run(method, target, seed, budget, started, spent: int = 0, first_draws: int | None = None,

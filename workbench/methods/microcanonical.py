@@ -234,7 +234,7 @@ class MAMS(_Microcanonical):
     strongly correlated, which the diagonal cannot undo.
     """
 
-    warmup: int | None = None  # 1,000 with metric="flow" (its phases fit the transform); else 400
+    warmup: int | None = None  # 1,000 with metric="flow" or "auto" (their phases fit the transform); else 400
     draws: int = 1000
     target_accept: float = 0.9
     tune_L: bool = True
@@ -246,7 +246,7 @@ class MAMS(_Microcanonical):
         if self.metric not in MAMS_METRICS:
             raise ValueError(f"metric must be one of {list(MAMS_METRICS)}, got {self.metric!r}")
         if self.warmup is None:
-            object.__setattr__(self, "warmup", FLOW_WARMUP if self.metric == "flow" else DEFAULT_WARMUP)
+            object.__setattr__(self, "warmup", FLOW_WARMUP if self.metric in ("flow", "auto") else DEFAULT_WARMUP)
         super().__post_init__()
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
@@ -254,7 +254,7 @@ class MAMS(_Microcanonical):
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         if self.metric == "dense":
             return _dense_run(self, target, seed, budget)
-        if self.metric == "flow":
+        if self.metric in ("flow", "auto"):
             from .flow_metric import run_flow
 
             return run_flow(self, target, seed, budget)
@@ -325,7 +325,7 @@ class MAMS(_Microcanonical):
         return eps, big_l
 
 
-MAMS_METRICS = ("diag", "dense", "flow")
+MAMS_METRICS = ("diag", "dense", "flow", "auto")
 DEFAULT_WARMUP, FLOW_WARMUP = 400, 1000
 DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, the rest the whitened run's
 
