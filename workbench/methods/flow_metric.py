@@ -119,6 +119,12 @@ LEARN_SHARE = 0.1
 MIN_FIT_DRAWS = 20
 
 
+def _diagonal_only(method) -> bool:
+    """Whether the sampler's own preconditioner is diagonal (MAMS): it is given the fit's scales as
+    a diagonal to keep, and a whitening in place of the low-rank metric."""
+    return getattr(method, "_diagonal_preconditioner", False)
+
+
 def _phase_budget(budget: Budget, share: float | None, spent: int = 0) -> int | None:
     """A phase's gradient budget: its share of the whole, or (share None, the last phase) what
     the others left."""
@@ -258,10 +264,11 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         if metric == "identity" or (not fit.better_than_diagonal and metric == "diag"):
             # the target itself: with the diagonal metric, or (metric "identity", a fit with no
             # layers) with the fit's scales as a fixed metric, which is NUTS in z = (x - m) / sigma
-            # with no second kernel to compile (MAMS, which takes no fixed metric, tunes its own)
-            fixed = {"metric": metric, "inv_metric": fit.flow.sigma ** 2 if metric == "identity" else None} \
-                if hasattr(method, "inv_metric") else {"metric": "diag"}
-            run_ = dataclasses.replace(method, warmup=warmup, draws=draws, init=last_x, **fixed)
+            # with no second kernel to compile (MAMS, whose preconditioner is diagonal, starts its own
+            # at the fit's scales and keeps them)
+            run_ = dataclasses.replace(method, warmup=warmup, draws=draws, init=last_x,
+                                       metric="diag" if _diagonal_only(method) else metric,
+                                       inv_metric=fit.flow.sigma ** 2 if metric == "identity" else None)
             res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
             spent += res.cost.grad_evals
             compile_seconds += res.cost.compile_seconds
@@ -385,7 +392,7 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, co
     phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
     n_draws = budget.draws if budget.draws is not None else method.draws
     left = _phase_budget(budget, None, spent)
-    if hasattr(method, "inv_metric"):
+    if not _diagonal_only(method):
         final = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x, draws=n_draws).run(
             target, seed=run_seed, grad_budget=left)
         draws, final_warm, chosen, what = final.draws, final.warmup_draws, "low_rank", "the low-rank metric"

@@ -125,6 +125,13 @@ class _Microcanonical(ChainSampler):
         chains.n_warmup = 0  # the tuning stages keep no draws
         per_chain = chains.grad_budget_per_chain
         states = [_ChainState(chains.x0[c], chains.rngs[c], per_chain) for c in range(self.chains)]
+        inv = getattr(self, "inv_metric", None)
+        if inv is not None:  # MAMS started on a given diagonal preconditioner
+            if inv.shape not in ((target.dim,), (self.chains, target.dim)):
+                raise ValueError(f"inv_metric has shape {inv.shape}; {target.name} needs ({target.dim},) or "
+                                 f"({self.chains}, {target.dim}) (chains, d)")
+            for st, row in zip(states, np.broadcast_to(inv, (self.chains, target.dim))):
+                st.sigma[:] = np.sqrt(row)
         tuned: list[dict] = [{} for _ in states]
 
         def run_chain(c, draws, stats, control):
@@ -221,8 +228,8 @@ class MAMS(_Microcanonical):
     """Metropolis-adjusted microcanonical sampler (Robnik, Cohn-Gordon and Seljak 2025):
     each transition draws a fresh velocity, integrates a random number of isokinetic steps
     (about uniform on 1..2 L / eps - 1, with mean L / eps) and accepts or rejects the end on the
-    energy error, kinetic change included, so it is exact for the target. Step size by dual averaging toward
-    ``target_accept`` (0.9, the authors' recommendation), a diagonal preconditioner from the
+    energy error, kinetic change included, so it is exact for the target. Step size by dual
+    averaging toward ``target_accept`` (0.9, the authors' recommendation), a diagonal preconditioner from the
     warmup's variances, L = sqrt(d) after it (module docstring). ``warmup`` counts tuning
     transitions (default 400, as NUTS's: measured against 300 and 500 by the gradients to
     b2_max < 0.01 as a share of NUTS's, median of 5 seeds, tuning included, with
@@ -231,7 +238,13 @@ class MAMS(_Microcanonical):
     ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and a quarter
     of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
-    strongly correlated, which the diagonal cannot undo.
+    strongly correlated, which the diagonal cannot undo. ``metric="flow"``: NUTS's flow phases
+    (``methods/flow_metric.py``) with MAMS as the sampler, on a learned transform of a curved
+    posterior; ``metric="auto"``: the preconditioner (diagonal, a whitening where the low-rank
+    metric ranks first, or the flow) that the held-out Fisher divergence of the first draws ranks
+    best, as NUTS's default (both warm up for 1,000 transitions by default). ``inv_metric``: a
+    diagonal preconditioner's variances, (d,) or (chains, d), that the chains start on and the
+    tuning keeps (its first stage then tunes the step alone).
     """
 
     warmup: int | None = None  # 1,000 with metric="flow" or "auto" (their phases fit the transform); else 400
@@ -239,8 +252,12 @@ class MAMS(_Microcanonical):
     target_accept: float = 0.9
     tune_L: bool = True
     metric: str = "diag"
+    inv_metric: np.ndarray | None = None
 
     _adjusted = 1
+    # its preconditioner is diagonal: the flow phases (methods/flow_metric.py) give it a fixed
+    # diagonal as ``inv_metric`` and stand in a whitening for the low-rank metric
+    _diagonal_preconditioner = True
 
     def __post_init__(self):
         if self.metric not in MAMS_METRICS:
@@ -250,6 +267,12 @@ class MAMS(_Microcanonical):
         super().__post_init__()
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
+        if self.inv_metric is not None:
+            inv = np.asarray(self.inv_metric, dtype=float)
+            if inv.ndim not in (1, 2) or not (np.all(np.isfinite(inv)) and np.all(inv > 0)):
+                raise ValueError("inv_metric must be the diagonal preconditioner's variances, positive and finite, "
+                                 f"shaped (d,) or (chains, d); got shape {inv.shape}")
+            object.__setattr__(self, "inv_metric", inv)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         if self.metric == "dense":
@@ -284,10 +307,14 @@ class MAMS(_Microcanonical):
             ratio = 0.0 if self.L is not None else big_l / eps
             _, eps = self._call(chains, target, st, control, quarter, tune=tune, eps=eps, big_l=big_l, warmup=True,
                                 cap=cap, l_over_eps=ratio)
-            _, eps = self._call(chains, target, st, control, half - quarter, tune=tune, collect=True, eps=eps,
+            fixed = self.inv_metric is not None  # a given preconditioner: stage 1 tunes the step alone
+            _, eps = self._call(chains, target, st, control, half - quarter, tune=tune, collect=not fixed, eps=eps,
                                 big_l=big_l, warmup=True, cap=cap, l_over_eps=ratio)
-            var = st.variances()
-            if np.all(np.isfinite(var)) and np.all(var > 0):
+            var = None if fixed else st.variances()
+            if fixed:
+                big_l = self.L or math.sqrt(d)
+                eps = min(eps, big_l / 1.1) if adapt else eps
+            elif np.all(np.isfinite(var)) and np.all(var > 0):
                 st.sigma[:] = np.sqrt(var)
                 big_l = self.L or math.sqrt(d)  # the preconditioned posterior's size
                 eps = min(eps / float(np.sqrt(np.mean(var))), big_l / 1.1) if adapt else eps

@@ -122,3 +122,15 @@ def test_mams_auto_whitens_a_correlated_gaussian_and_keeps_the_diagonal_on_an_un
                                  4 * dev2.reshape(-1, 10).std(0) / np.sqrt(ess(dev2)))
     easy = wb.methods.MAMS(metric="auto", progress=False).run(T, seed=0)
     assert easy.info["metric_chosen"] == "diag" and easy.info["metric"] == "auto"
+
+
+def test_mams_keeps_a_given_diagonal_preconditioner_and_refuses_a_bad_one():
+    """``inv_metric``: the chains start on it and the tuning keeps it (its first stage tunes the
+    step alone), as the flow phases use it where the diagonal metric fits."""
+    res = wb.methods.MAMS(chains=2, inv_metric=T.truth.sd ** 2, progress=False).run(T, seed=0)
+    np.testing.assert_allclose(res.info["sigma"], np.broadcast_to(T.truth.sd, (2, 10)))
+    np.testing.assert_array_less(np.abs(res.draws.reshape(-1, 10).mean(0)), 0.5 * T.truth.sd)
+    with pytest.raises(ValueError, match="inv_metric must be the diagonal preconditioner's variances"):
+        wb.methods.MAMS(inv_metric=np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match=r"inv_metric has shape \(3,\)"):
+        wb.methods.MAMS(inv_metric=np.ones(3), progress=False).run(T, seed=0)
