@@ -201,9 +201,9 @@ def report(run, folder) -> Page:
         paper[column] = [f"{v:.2f}" if np.isfinite(v) else "-" for v in paper[column]]
     tables = [("Gradients to b^2 < 0.01 (median over the largest budget's seeds, a seed that did not cross counting "
                "as never; sampling_ columns leave tuning out)", shown),
-              ("The MAMS paper's gradients to b2_max < 0.01 (its Table 1) beside ours counted as its authors' code "
-               "counts them: one chain's gradients, tuning left out (\"-\": not within the budget, or not in this grid)",
-               paper)]
+              ("The MAMS paper's gradients to b2_max < 0.01 (its Table 1) beside ours counted as its authors' "
+               "code counts them: one chain's gradients, tuning left out (\"-\": not within the budget, or not in "
+               "this grid)", paper)]
     return Page(finding=_finding(frame), figures=figures, tables=tables)
 
 

@@ -229,8 +229,9 @@ class MAMS(_Microcanonical):
     each transition draws a fresh velocity, integrates a random number of isokinetic steps
     (about uniform on 1..2 L / eps - 1, with mean L / eps) and accepts or rejects the end on the
     energy error, kinetic change included, so it is exact for the target. Step size by dual
-    averaging toward ``target_accept`` (0.9, the authors' recommendation), a diagonal preconditioner from the
-    warmup's variances, L = sqrt(d) after it (module docstring). ``warmup`` counts tuning
+    averaging toward ``target_accept`` (0.9, the authors' recommendation), a diagonal
+    preconditioner from the warmup's variances, L = sqrt(d) after it (module docstring).
+    ``warmup`` counts tuning
     transitions (default 400, as NUTS's: measured against 300 and 500 by the gradients to
     b2_max < 0.01 as a share of NUTS's, median of 5 seeds, tuning included, with
     ``studies/frontier.py``'s settings: 100-d Gaussian 0.31 (300: 0.30, 500: 0.39), the banana
@@ -328,7 +329,7 @@ class MAMS(_Microcanonical):
             if adapt and st.tune[4] > 0:
                 eps = min(math.exp(st.tune[1]), big_l / 1.1)  # the dual-averaging average
             # On the 100-d ill-conditioned Gaussian the step ends at this clamp (1.1 steps a
-            # transition) after stage 3 has lengthened L to 13-14, with acceptance 0.89-0.91
+            # transition), here and after stage 3 has lengthened L to 13-14: acceptance 0.89-0.91
             if self.tune_L and self.L is None:
                 # stage 3: L from how many transitions the chain needs per effective draw
                 # (BlackJAX's adjusted_mclmc_make_adaptation_L, l_factor 0.5, at most doubling L),
