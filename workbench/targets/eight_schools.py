@@ -36,9 +36,16 @@ def _hyperprior(mu, log_tau, grad_out):
     tau = math.exp(log_tau)
     ratio = (tau / TAU_SCALE) ** 2
     grad_out[0] = -mu / MU_SD**2
-    grad_out[1] = 1.0 - 2.0 * ratio / (1.0 + ratio)
+    if math.isinf(ratio):
+        # tau beyond 1e154: log(1 + ratio) by its asymptote (exact in double precision), so log p
+        # stays finite, as it is, and its gradient is not inf / inf
+        log1p_ratio = 2.0 * (log_tau - math.log(TAU_SCALE))
+        grad_out[1] = -1.0
+    else:
+        log1p_ratio = math.log1p(ratio)
+        grad_out[1] = 1.0 - 2.0 * ratio / (1.0 + ratio)
     return (-0.5 * mu * mu / MU_SD**2 - 0.5 * LOG_2PI - math.log(MU_SD)
-            + math.log(2.0 / (math.pi * TAU_SCALE)) - math.log1p(ratio) + log_tau)
+            + math.log(2.0 / (math.pi * TAU_SCALE)) - log1p_ratio + log_tau)
 
 
 @jit
@@ -51,10 +58,11 @@ def eight_schools_noncentered_logp_grad(theta, grad_out, data):
     for j in range(y.size):
         eta = theta[2 + j]
         inv_var = 1.0 / (sigma[j] * sigma[j])
-        r = y[j] - mu - tau * eta
+        effect = tau * eta if eta != 0.0 else 0.0  # tau eta, 0 where tau overflows and eta is 0
+        r = y[j] - mu - effect
         lp += -0.5 * eta * eta - 0.5 * r * r * inv_var - LOG_2PI - math.log(sigma[j])
         grad_out[0] += r * inv_var
-        grad_out[1] += r * inv_var * tau * eta
+        grad_out[1] += r * inv_var * effect
         grad_out[2 + j] = -eta + r * inv_var * tau
     return lp
 
@@ -71,10 +79,14 @@ def eight_schools_centered_logp_grad(theta, grad_out, data):
         inv_var = 1.0 / (sigma[j] * sigma[j])
         dev = th - mu
         r = y[j] - th
-        lp += -0.5 * dev * dev * inv_tau2 - log_tau - 0.5 * r * r * inv_var - LOG_2PI - math.log(sigma[j])
-        grad_out[0] += dev * inv_tau2
-        grad_out[1] += dev * dev * inv_tau2 - 1.0
-        grad_out[2 + j] = -dev * inv_tau2 + r * inv_var
+        # theta_j = mu exactly has no deviation term, even where tau underflows (not 0 x inf = NaN:
+        # a learned transform of the funnel maps its neck's far end to tau = 0, theta = mu)
+        pull = dev * inv_tau2 if dev != 0.0 else 0.0
+        quad = dev * pull if dev != 0.0 else 0.0
+        lp += -0.5 * quad - log_tau - 0.5 * r * r * inv_var - LOG_2PI - math.log(sigma[j])
+        grad_out[0] += pull
+        grad_out[1] += quad - 1.0
+        grad_out[2 + j] = -pull + r * inv_var
     return lp
 
 
