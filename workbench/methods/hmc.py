@@ -30,7 +30,7 @@ from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..target import Target
-from .base import blas_controller, check_positive, check_positive_int
+from .base import blas_controller, check_positive, check_positive_int, checked_inv_metric, inv_metric_rows
 from .sampling import ChainSampler, start_chains
 
 WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts-rs's default)
@@ -121,12 +121,7 @@ class _Hamiltonian(ChainSampler):
             raise ValueError(f"metric_gamma must be a finite number > 0, got {self.metric_gamma!r}")
         if not self.max_energy_error > 0:
             raise ValueError(f"max_energy_error must be > 0, got {self.max_energy_error!r}")
-        if self.inv_metric is not None:
-            inv = np.asarray(self.inv_metric, dtype=float)
-            if inv.ndim not in (1, 2) or not (np.all(np.isfinite(inv)) and np.all(inv > 0)):
-                raise ValueError("inv_metric must be the diagonal of the inverse metric, positive and finite, shaped "
-                                 f"(d,) or (chains, d); got shape {inv.shape}")
-            object.__setattr__(self, "inv_metric", inv)
+        object.__setattr__(self, "inv_metric", checked_inv_metric(self.inv_metric))
 
     # subclasses fill these in
     def _algorithm_settings(self) -> tuple[int, int, int, float]:  # pragma: no cover
@@ -150,11 +145,7 @@ class _Hamiltonian(ChainSampler):
         else:
             chains = super().start_chains(kernel, target, seed, budget)
         if self.inv_metric is not None:
-            shape = self.inv_metric.shape
-            if shape not in ((target.dim,), (self.chains, target.dim)):
-                raise ValueError(f"inv_metric has shape {shape}; {target.name} needs ({target.dim},) or "
-                                 f"({self.chains}, {target.dim}) (chains, d)")
-            chains.inv_mass = np.broadcast_to(self.inv_metric, (self.chains, target.dim)).copy()
+            chains.inv_mass = inv_metric_rows(self.inv_metric, target, self.chains)
         return chains
 
     def _pathfinder_start(self, target: Target, seed: int, budget: Budget) -> tuple[np.ndarray, np.ndarray, int]:

@@ -39,7 +39,7 @@ from ..mcmc.adaptation import gradient_based_variance
 from ..mcmc.affine import affine_target, dense_factor
 from ..result import Budget, Result
 from ..target import Target
-from .base import check_positive, check_positive_int
+from .base import check_positive, check_positive_int, checked_inv_metric, inv_metric_rows
 from .sampling import ChainSampler, PhasedClock, deferred_chain_health
 
 TUNING_SHARE = 0.4  # under a budget, the share the tuning stages may spend
@@ -127,10 +127,7 @@ class _Microcanonical(ChainSampler):
         states = [_ChainState(chains.x0[c], chains.rngs[c], per_chain) for c in range(self.chains)]
         inv = getattr(self, "inv_metric", None)
         if inv is not None:  # MAMS started on a given diagonal preconditioner
-            if inv.shape not in ((target.dim,), (self.chains, target.dim)):
-                raise ValueError(f"inv_metric has shape {inv.shape}; {target.name} needs ({target.dim},) or "
-                                 f"({self.chains}, {target.dim}) (chains, d)")
-            for st, row in zip(states, np.broadcast_to(inv, (self.chains, target.dim))):
+            for st, row in zip(states, inv_metric_rows(inv, target, self.chains)):
                 st.sigma[:] = np.sqrt(row)
         tuned: list[dict] = [{} for _ in states]
 
@@ -268,12 +265,7 @@ class MAMS(_Microcanonical):
         super().__post_init__()
         if not (0.0 < self.target_accept < 1.0):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
-        if self.inv_metric is not None:
-            inv = np.asarray(self.inv_metric, dtype=float)
-            if inv.ndim not in (1, 2) or not (np.all(np.isfinite(inv)) and np.all(inv > 0)):
-                raise ValueError("inv_metric must be the diagonal preconditioner's variances, positive and finite, "
-                                 f"shaped (d,) or (chains, d); got shape {inv.shape}")
-            object.__setattr__(self, "inv_metric", inv)
+        object.__setattr__(self, "inv_metric", checked_inv_metric(self.inv_metric))
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         if self.metric == "dense":

@@ -62,7 +62,7 @@ def eight_schools_noncentered_logp_grad(theta, grad_out, data):
         r = y[j] - mu - effect
         lp += -0.5 * eta * eta - 0.5 * r * r * inv_var - LOG_2PI - math.log(sigma[j])
         grad_out[0] += r * inv_var
-        grad_out[1] += r * inv_var * effect
+        grad_out[1] += r * inv_var * tau * eta if eta != 0.0 else 0.0
         grad_out[2 + j] = -eta + r * inv_var * tau
     return lp
 
@@ -82,7 +82,7 @@ def eight_schools_centered_logp_grad(theta, grad_out, data):
         # theta_j = mu exactly has no deviation term, even where tau underflows (not 0 x inf = NaN:
         # a learned transform of the funnel maps its neck's far end to tau = 0, theta = mu)
         pull = dev * inv_tau2 if dev != 0.0 else 0.0
-        quad = dev * pull if dev != 0.0 else 0.0
+        quad = dev * dev * inv_tau2 if dev != 0.0 else 0.0  # the old code's order: the same bits
         lp += -0.5 * quad - log_tau - 0.5 * r * r * inv_var - LOG_2PI - math.log(sigma[j])
         grad_out[0] += pull
         grad_out[1] += quad - 1.0

@@ -130,7 +130,7 @@ def test_mams_keeps_a_given_diagonal_preconditioner_and_refuses_a_bad_one():
     res = wb.methods.MAMS(chains=2, inv_metric=T.truth.sd ** 2, progress=False).run(T, seed=0)
     np.testing.assert_allclose(res.info["sigma"], np.broadcast_to(T.truth.sd, (2, 10)))
     np.testing.assert_array_less(np.abs(res.draws.reshape(-1, 10).mean(0)), 0.5 * T.truth.sd)
-    with pytest.raises(ValueError, match="inv_metric must be the diagonal preconditioner's variances"):
+    with pytest.raises(ValueError, match="inv_metric must be the diagonal of the inverse metric, positive"):
         wb.methods.MAMS(inv_metric=np.array([1.0, -1.0]))
     with pytest.raises(ValueError, match=r"inv_metric has shape \(3,\)"):
         wb.methods.MAMS(inv_metric=np.ones(3), progress=False).run(T, seed=0)
