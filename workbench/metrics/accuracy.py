@@ -53,7 +53,7 @@ import numpy as np
 
 from ..result import Result
 from ..target import Target
-from .b2 import final_b2, second_moments
+from .b2 import final_b2, scoring_second_moments
 from .distances import sliced_wasserstein, wasserstein_per_marginal
 from .mcmc import ess_and_rhat
 
@@ -227,7 +227,7 @@ def evaluate(
             sd_err_mean=float(sd_err.mean()),
         )
         if w is None:  # equally weighted draws, per chain
-            ex2, var_x2 = second_moments(true_mean, true_sd, reference)
+            ex2, var_x2 = scoring_second_moments(target, true_mean, true_sd, reference)
             row["b2_max"], row["b2_avg"] = final_b2(chain_draws, ex2, var_x2)
         if reference is not None:
             w1 = wasserstein_per_marginal(x, reference, w) / true_sd
