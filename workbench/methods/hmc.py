@@ -30,8 +30,8 @@ from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..target import Target
-from .base import blas_controller, check_positive, check_positive_int, checked_inv_metric, inv_metric_rows
-from .sampling import ChainSampler, start_chains
+from .base import blas_controller, check_positive, check_positive_int
+from .sampling import ChainSampler, checked_inv_metric, inv_metric_rows, start_chains
 
 WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts-rs's default)
 

@@ -39,8 +39,14 @@ from ..mcmc.adaptation import gradient_based_variance
 from ..mcmc.affine import affine_target, dense_factor
 from ..result import Budget, Result
 from ..target import Target
-from .base import check_positive, check_positive_int, checked_inv_metric, inv_metric_rows
-from .sampling import ChainSampler, PhasedClock, deferred_chain_health
+from .base import check_positive, check_positive_int
+from .sampling import (
+    ChainSampler,
+    PhasedClock,
+    checked_inv_metric,
+    deferred_chain_health,
+    inv_metric_rows,
+)
 
 TUNING_SHARE = 0.4  # under a budget, the share the tuning stages may spend
 

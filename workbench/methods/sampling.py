@@ -265,6 +265,26 @@ def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budg
     )
 
 
+def checked_inv_metric(value) -> np.ndarray | None:
+    """A sampler's ``inv_metric`` setting as a float array (None stays None): the diagonal of
+    the inverse metric (the variances it scales by), positive and finite, (d,) or (chains, d)."""
+    if value is None:
+        return None
+    inv = np.asarray(value, dtype=float)
+    if inv.ndim not in (1, 2) or not (np.all(np.isfinite(inv)) and np.all(inv > 0)):
+        raise ValueError("inv_metric must be the diagonal of the inverse metric, positive and finite, shaped "
+                         f"(d,) or (chains, d); got shape {inv.shape}")
+    return inv
+
+
+def inv_metric_rows(inv: np.ndarray, target, chains: int) -> np.ndarray:
+    """``inv_metric`` as one row per chain (chains, d), checked against the target's dimension."""
+    if inv.shape not in ((target.dim,), (chains, target.dim)):
+        raise ValueError(f"inv_metric has shape {inv.shape}; {target.name} needs ({target.dim},) or "
+                         f"({chains}, {target.dim}) (chains, d)")
+    return np.broadcast_to(inv, (chains, target.dim)).copy()
+
+
 @dataclass(frozen=True)
 class ChainSampler(Method):
     """Settings every MCMC sampler shares (same names across methods, DESIGN.md).
