@@ -3,7 +3,11 @@
 A random walk x_t ~ N(x_{t-1}, s_i^2), x_0 ~ N(0, s_i^2), seen through y_t ~ N(x_t, s_o^2) at
 every step but the middle ten; s_i, s_o ~ LogNormal(0, 2). Coordinates (log s_i, log s_o,
 x_0..x_29): d = 32. Inference Gym's ``BrownianMotionUnknownScalesMissingMiddleObservations``
-(the MAMS paper's "Brownian motion"), on data simulated at s_i = 0.1, s_o = 0.15.
+(the MAMS paper's "Brownian motion"), on the Gym's own observations (a walk it drew at
+s_i = 0.1 and saw with s_o = 0.15, checked in because its snippet was not seeded), so the
+posterior is the one the Gym and the MAMS paper report on. ``data(seed)`` draws a new walk the
+same way instead (and ``exact_truth(seed)`` its posterior's truth): seed 0 was this library's
+data set before 2026-11-28, a harder posterior (the sd of log s_o 0.76 against the Gym's 0.47).
 
 **The truth is exact.** Given the two log scales u = (log s_i, log s_o) the path is
 linear-Gaussian: a Kalman filter gives p(y | u) in closed form and the Rauch-Tung-Striebel
@@ -40,14 +44,25 @@ MASS_CUTOFF = 40.0  # the box holds every point within e^-40 of the density's pe
 WEIGHT_FLOOR = 1e-300  # grid points below this weight are dropped from the sums
 
 
-def data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(observed values, their step indices): a walk at s_i = 0.1 seen with s_o = 0.15, the
-    middle ten steps missing."""
+# Inference Gym's observations at the 20 observed steps (its dataset module
+# ``brownian_motion_missing_middle_observations``, OBSERVED_LOC, stored there as float32)
+GYM_OBSERVATIONS = np.array([
+    0.21592641, 0.118771404, -0.07945447, 0.037677474, -0.27885845, -0.1484156, -0.3250906, -0.22957903,
+    -0.44110894, -0.09830782, -0.8786016, -0.83736074, -0.7384849, -0.8939254, -0.7774566, -0.70238715,
+    -0.87771565, -0.51853573, -0.6948214, -0.6202789,
+], dtype=np.float32).astype(float)
+
+
+def data(seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(observed values, their step indices), the middle ten steps missing: Inference Gym's
+    observations, or with ``seed`` a walk drawn as theirs was (s_i = 0.1, seen with s_o = 0.15)."""
+    steps = np.delete(np.arange(STEPS), np.arange(STEPS)[MISSING]).astype(np.int64)
+    if seed is None:
+        return GYM_OBSERVATIONS.copy(), steps
     rng = np.random.default_rng(seed)
     x = np.cumsum(TRUE_SCALES["innovation_sd"] * rng.standard_normal(STEPS))
-    steps = np.delete(np.arange(STEPS), np.arange(STEPS)[MISSING])
     y = x[steps] + TRUE_SCALES["observation_sd"] * rng.standard_normal(steps.size)
-    return y, steps.astype(np.int64)
+    return y, steps
 
 
 @jit
@@ -211,13 +226,13 @@ class ScaleGrid:
 
 
 @functools.cache
-def scale_grid(seed: int = 0, n: int = GRID_POINTS) -> ScaleGrid:
+def scale_grid(seed: int | None = None, n: int = GRID_POINTS) -> ScaleGrid:
     """The quadrature of the bundled data set (built once per process: about 0.1 s)."""
     y, steps = data(seed)
     return ScaleGrid(y, steps, n)
 
 
-def exact_truth(seed: int = 0) -> Truth:
+def exact_truth(seed: int | None = None) -> Truth:
     """The posterior's exact :class:`Truth` (module docstring)."""
     grid = scale_grid(seed)
     mean, sd = grid.moments()
@@ -245,8 +260,9 @@ def generative(steps: np.ndarray) -> Generative:
     return Generative(simulate, log_likelihood)
 
 
-def brownian_motion(seed: int = 0) -> Target:
-    y, steps = data(seed)
+def brownian_motion() -> Target:
+    """Inference Gym's posterior, on its observations (module docstring)."""
+    y, steps = data()
     return Target(
         name="brownian_motion",
         dim=STEPS + 2,
@@ -254,7 +270,7 @@ def brownian_motion(seed: int = 0) -> Target:
         data=(y, steps),
         param_names=("sigma_innov_log__", "sigma_obs_log__", *(f"x[{t}]" for t in range(STEPS))),
         initial_point=np.zeros(STEPS + 2),
-        truth=exact_truth(seed),
+        truth=exact_truth(),
         generative=generative(steps),
         spec={"factory": "posterior", "name": "brownian_motion", "backend": "numba"},
         description="Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (d = 32); exact truth "
