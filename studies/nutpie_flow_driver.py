@@ -4,6 +4,8 @@ flowjax) on a few posteriors written as PyMC models, in nutpie's own virtual env
 
 - ``banana``: Haario's twisted Gaussian, x1 ~ N(0, 10^2), x2 | x1 ~ N(0.03 (x1^2 - 100), 1);
 - ``funnel100``: Neal's funnel, v ~ N(0, 3^2), x_1..99 | v ~ N(0, e^v);
+- ``funnel101_nutpie_docs``: the funnel of nutpie's own flow documentation (``docs/nf-adapt.qmd``),
+  log_sigma ~ N(0, 1), x_1..100 ~ N(0, exp(log_sigma / 2)): the library's ``funnel(101, v_sd=1)``;
 - ``eight_schools_centered``: mu ~ N(0, 5^2), tau ~ HalfCauchy(5), theta_j ~ N(mu, tau^2),
   y_j ~ N(theta_j, s_j^2) (rank-based ESS and R-hat do not see tau's log transform);
 - ``gauss100``: independent normals with sds log-spaced from 0.1 to 10, compiled by nutpie's
@@ -31,6 +33,9 @@ def model(name):
         elif name == "funnel100":
             v = pm.Normal("v", 0, 3)
             pm.Normal("x", 0, pm.math.exp(v / 2), shape=99)
+        elif name == "funnel101_nutpie_docs":
+            log_sigma = pm.Normal("log_sigma")
+            pm.Normal("x", mu=0, sigma=pm.math.exp(log_sigma / 2), shape=100)
         elif name == "gauss100":
             pm.Normal("x", 0, np.logspace(-1, 1, 100), shape=100)
         elif name == "eight_schools_centered":

@@ -2,13 +2,15 @@
 against the diagonal metric, and against nutpie's flow adaptation.
 
 ``--flow``: flow-NUTS and diag-NUTS at their defaults (4 chains x 1,000 draws) on the banana
-(12 seeds), a 100-d Neal's funnel, centred eight schools, the stochastic-volatility model and
-the Brownian motion (5 seeds each): median min bulk ESS per 1,000 gradients (warmup and the
+(12 seeds), a 100-d Neal's funnel (v ~ N(0, 3^2)), the milder funnel of nutpie's flow
+documentation (d = 101, v ~ N(0, 1)), centred eight schools, the stochastic-volatility model
+and the Brownian motion (5 seeds each): median min bulk ESS per 1,000 gradients (warmup and the
 fits' gradients included), median divergences, how many runs pass posteriordb's standard
 (R-hat < 1.01, bulk and tail ESS >= 400, no divergences) and how many pass it but for a
 handful (<= 5) of divergences, the median E-BFMI and the flow's training seconds. With
-``--nutpie``, nutpie's ``adaptation="flow"`` on the first three, in its own venv
-(``studies/nutpie_flow_driver.py``; 3 seeds: each of its runs takes minutes). Written to
+``--nutpie``, nutpie's ``adaptation="flow"`` on the banana, both funnels and centred eight
+schools, in its own venv (``studies/nutpie_flow_driver.py``; ``--nutpie-seeds``, 3: each of its
+runs takes minutes, and is kept in the cache folder). Written to
 ``docs/benchmarks/flow_nuts.csv``.
 
 ``--auto``: ``metric="auto"`` against ``"diag"`` (the old default, level with nutpie's: see
@@ -18,16 +20,19 @@ of each and their ratio, and which metric ``"auto"`` chose. ``"auto"`` was to be
 if it held 0.95x diag on every row and 1.5x nutpie's default in the median; it did, and is.
 Written to ``docs/benchmarks/nuts_auto.csv``.
 
-    python studies/nuts_geometry.py --flow [--nutpie] | --auto [--seeds N]
+``--targets A,B``: only those rows, re-measured and merged into the CSV (the others kept as
+measured, each row with its own date).
+
+    python studies/nuts_geometry.py --flow [--nutpie] | --auto [--seeds N] [--targets A,B]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import subprocess
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -40,6 +45,7 @@ from workbench.diagnostics import chain_diagnostics
 BENCHMARKS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 FLOW_CSV = BENCHMARKS / "flow_nuts.csv"
 AUTO_CSV = BENCHMARKS / "nuts_auto.csv"
+NUTPIE_RUNS = "nutpie_flow_runs"  # the cache's folder of nutpie's flow runs, one file a model and seed
 HANDFUL = 5  # divergences a run may have and still count as "a handful" (the banana goal)
 
 
@@ -47,6 +53,8 @@ def flow_targets() -> dict:
     return {
         "banana": wb.targets.banana(),
         "funnel100": wb.targets.funnel(dim=100),
+        # nutpie's own documented flow example (docs/nf-adapt.qmd): log_sigma ~ N(0, 1), a milder neck
+        "funnel101_nutpie_docs": wb.targets.funnel(dim=101, v_sd=1.0),
         "eight_schools_centered": wb.posteriors.load("eight_schools_centered"),
         "stochastic_volatility": wb.posteriors.load("stochastic_volatility"),
         "brownian_motion": wb.posteriors.load("brownian_motion"),
@@ -85,20 +93,32 @@ def ours(metric: str, target, seed: int) -> dict:
 
 
 def nutpie_flow(name: str, seeds) -> list[dict]:
-    """nutpie's flow adaptation in its venv (``nutpie_reference.nutpie_python(flow=True)``)."""
+    """nutpie's flow adaptation in its venv (``nutpie_reference.nutpie_python(flow=True)``). Each
+    seed's run (minutes; 12 on Neal's funnel) is kept in the cache folder (``NUTPIE_RUNS``), keyed
+    by the model, the seed and the driver's source, and not run again."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from nutpie_reference import nutpie_python
 
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path = Path(tmp) / "out.npz"
-        driver = Path(__file__).resolve().parent / "nutpie_flow_driver.py"
-        proc = subprocess.run([nutpie_python(flow=True), str(driver), name, "flow", ",".join(map(str, seeds)),
-                               str(out_path)], capture_output=True, text=True, timeout=4 * 3600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nutpie's flow failed on {name}: {proc.stderr[-2000:]}")
-        out = dict(np.load(out_path))
-    return [dict(score(out[f"draws_{s}"], int(out[f"grads_{s}"][0]), int(out[f"divergences_{s}"][0])),
-                 wall_seconds=float(out[f"seconds_{s}"][0])) for s in seeds]
+    from workbench.references.store import default_cache_dir
+
+    driver = Path(__file__).resolve().parent / "nutpie_flow_driver.py"
+    digest = hashlib.sha256(driver.read_bytes()).hexdigest()[:12]
+    folder = default_cache_dir() / NUTPIE_RUNS
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for s in seeds:
+        path = folder / f"{name}_seed{s}_{digest}.npz"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp.npz")
+            proc = subprocess.run([nutpie_python(flow=True), str(driver), name, "flow", str(s), str(tmp)],
+                                  capture_output=True, text=True, timeout=4 * 3600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"nutpie's flow failed on {name}: {proc.stderr[-2000:]}")
+            tmp.replace(path)
+        out = dict(np.load(path))
+        rows.append(dict(score(out[f"draws_{s}"], int(out[f"grads_{s}"][0]), int(out[f"divergences_{s}"][0])),
+                         wall_seconds=float(out[f"seconds_{s}"][0])))
+    return rows
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -110,44 +130,63 @@ def summarise(rows: list[dict]) -> dict:
             "wall_seconds": float(np.median([r["wall_seconds"] for r in rows])), "runs": len(rows)}
 
 
-def flow_table(seeds: int, with_nutpie: bool) -> int:
+NUTPIE_FLOW_TARGETS = ("banana", "funnel100", "funnel101_nutpie_docs", "eight_schools_centered")
+
+
+def selected(targets: dict, only) -> dict:
+    if only is None:
+        return targets
+    unknown = set(only) - set(targets)
+    if unknown:
+        raise SystemExit(f"--targets: unknown {sorted(unknown)}; known: {', '.join(targets)}")
+    return {k: v for k, v in targets.items() if k in only}
+
+
+def write_rows(rows: list[dict], path: Path, only) -> pd.DataFrame:
+    """The rows, dated, written to ``path``; with ``only``, merged into the rows already there."""
+    frame = pd.DataFrame(rows)
+    frame["measured"] = datetime.date.today().isoformat()
+    if only is not None and path.exists():
+        old = pd.read_csv(path)
+        frame = pd.concat([old[~old["target"].isin(only)], frame], ignore_index=True)
+    frame.to_csv(path, index=False, float_format="%.4g")
+    return frame
+
+
+def flow_table(seeds: int, with_nutpie: bool, only=None, nutpie_seeds: int = 3) -> int:
     rows = []
-    for name, target in flow_targets().items():
+    for name, target in selected(flow_targets(), only).items():
         n = 12 if name == "banana" else seeds
         for label, runs in (("flow", [ours("flow", target, s) for s in range(n)]),
                             ("diag", [ours("diag", target, s) for s in range(n)]),
-                            *((("nutpie flow", nutpie_flow(name, range(3))),)
-                              if with_nutpie and name in ("banana", "funnel100", "eight_schools_centered") else ())):
+                            *((("nutpie flow", nutpie_flow(name, range(nutpie_seeds))),)
+                              if with_nutpie and name in NUTPIE_FLOW_TARGETS else ())):
             row = {"target": name, "d": target.dim, "sampler": label, **summarise(runs)}
             rows.append(row)
             print(f"{name:<24}{label:<12} ESS/1k grads {row['ess_per_1k_grad']:7.2f}  divergences {row['divergences']:5.1f}  "
                   f"pass {row['passing']}/{row['runs']} (with <= {HANDFUL} divergences {row['passing_but_handful']})  "
                   f"E-BFMI {row['bfmi_min']:.2f}  training {row['training_seconds']:.1f} s  wall {row['wall_seconds']:.1f} s",
                   flush=True)
-    frame = pd.DataFrame(rows)
-    frame["measured"] = datetime.date.today().isoformat()
-    frame.to_csv(FLOW_CSV, index=False, float_format="%.4g")
+    write_rows(rows, FLOW_CSV, only)
     print(f"-> {FLOW_CSV}")
     return 0
 
 
-def auto_table(seeds: int) -> int:
+def auto_table(seeds: int, only=None) -> int:
     rows = []
-    for name, target in auto_targets().items():
+    for name, target in selected(auto_targets(), only).items():
         auto = [ours("auto", target, s) for s in range(seeds)]
         diag = [ours("diag", target, s) for s in range(seeds)]
         a, d = (float(np.median([r["ess_per_1k_grad"] for r in runs])) for runs in (auto, diag))
         chosen = pd.Series([r["chosen"] for r in auto]).value_counts()
         row = {"target": name, "d": target.dim, "auto": a, "diag": d, "ratio": a / d,
                "chosen": ", ".join(f"{k} {v}" for k, v in chosen.items()),
-               "auto_passing": sum(r["passes"] for r in auto), "diag_passing": sum(r["passes"] for r in diag)}
+               "auto_passing": sum(r["passes"] for r in auto), "diag_passing": sum(r["passes"] for r in diag),
+               "seeds": seeds}
         rows.append(row)
         print(f"{name:<28} auto {a:8.2f}  diag {d:8.2f}  ratio {a / d:5.2f}  chose {row['chosen']}  "
               f"pass {row['auto_passing']}/{seeds} vs {row['diag_passing']}/{seeds}", flush=True)
-    frame = pd.DataFrame(rows)
-    frame["measured"] = datetime.date.today().isoformat()
-    frame["seeds"] = seeds
-    frame.to_csv(AUTO_CSV, index=False, float_format="%.4g")
+    frame = write_rows(rows, AUTO_CSV, only)
     print(f"-> {AUTO_CSV}; worst ratio {frame['ratio'].min():.2f} ({frame.loc[frame['ratio'].idxmin(), 'target']}), "
           f"median {frame['ratio'].median():.2f}")
     return 0
@@ -159,13 +198,16 @@ def main(argv=None) -> int:
     parser.add_argument("--auto", action="store_true")
     parser.add_argument("--nutpie", action="store_true", help="with --flow: nutpie's flow adaptation beside ours")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--nutpie-seeds", type=int, default=3, help="with --nutpie: its runs a target (minutes each)")
+    parser.add_argument("--targets", help="comma-separated rows to re-measure (merged into the CSV)")
     args = parser.parse_args(argv)
+    only = args.targets.split(",") if args.targets else None
     if not (args.flow or args.auto):
         parser.error("give --flow or --auto")
     if args.flow:
-        flow_table(args.seeds, args.nutpie)
+        flow_table(args.seeds, args.nutpie, only, args.nutpie_seeds)
     if args.auto:
-        auto_table(args.seeds)
+        auto_table(args.seeds, only)
     return 0
 
 
