@@ -142,13 +142,16 @@ def selected(targets: dict, only) -> dict:
     return {k: v for k, v in targets.items() if k in only}
 
 
-def write_rows(rows: list[dict], path: Path, only) -> pd.DataFrame:
-    """The rows, dated, written to ``path``; with ``only``, merged into the rows already there."""
+def write_rows(rows: list[dict], path: Path, only, order) -> pd.DataFrame:
+    """The rows, dated, written to ``path``; with ``only``, merged into the rows already there
+    (targets in ``order``, a target's rows in their order)."""
     frame = pd.DataFrame(rows)
     frame["measured"] = datetime.date.today().isoformat()
     if only is not None and path.exists():
         old = pd.read_csv(path)
         frame = pd.concat([old[~old["target"].isin(only)], frame], ignore_index=True)
+        rank = {name: i for i, name in enumerate(order)}
+        frame = frame.sort_values("target", key=lambda t: t.map(rank).fillna(len(rank)), kind="stable")
     frame.to_csv(path, index=False, float_format="%.4g")
     return frame
 
@@ -167,7 +170,7 @@ def flow_table(seeds: int, with_nutpie: bool, only=None, nutpie_seeds: int = 3) 
                   f"pass {row['passing']}/{row['runs']} (with <= {HANDFUL} divergences {row['passing_but_handful']})  "
                   f"E-BFMI {row['bfmi_min']:.2f}  training {row['training_seconds']:.1f} s  wall {row['wall_seconds']:.1f} s",
                   flush=True)
-    write_rows(rows, FLOW_CSV, only)
+    write_rows(rows, FLOW_CSV, only, list(flow_targets()))
     print(f"-> {FLOW_CSV}")
     return 0
 
@@ -186,7 +189,7 @@ def auto_table(seeds: int, only=None) -> int:
         rows.append(row)
         print(f"{name:<28} auto {a:8.2f}  diag {d:8.2f}  ratio {a / d:5.2f}  chose {row['chosen']}  "
               f"pass {row['auto_passing']}/{seeds} vs {row['diag_passing']}/{seeds}", flush=True)
-    frame = write_rows(rows, AUTO_CSV, only)
+    frame = write_rows(rows, AUTO_CSV, only, list(auto_targets()))
     print(f"-> {AUTO_CSV}; worst ratio {frame['ratio'].min():.2f} ({frame.loc[frame['ratio'].idxmin(), 'target']}), "
           f"median {frame['ratio'].median():.2f}")
     return 0
