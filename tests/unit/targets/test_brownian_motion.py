@@ -78,3 +78,20 @@ def test_a_long_nuts_run_agrees_with_the_exact_truth_within_its_monte_carlo_erro
     x = res.flat_draws()
     assert np.max(np.abs(x.mean(axis=0) - t.truth.mean) / mcse_mean) < 4.5
     assert np.max(np.abs(x.std(axis=0) - t.truth.sd) / mcse_sd) < 4.5
+
+
+def test_the_data_are_inference_gyms_and_a_seed_draws_a_new_walk():
+    """The bundled posterior is Inference Gym's (its 20 observations, float32 as it stores them;
+    the middle ten steps missing), the MAMS paper's; ``data(seed)`` draws a walk the same way, and
+    seed 0's (this library's data set before) is a wider posterior in the observation scale."""
+    y, steps = B.data()
+    np.testing.assert_array_equal(steps, np.r_[0:10, 20:30])
+    assert y.dtype == np.float64 and y.size == 20
+    assert y[0] == float(np.float32(0.21592641)) and y[-1] == float(np.float32(-0.6202789))
+    t = wb.posteriors.load("brownian_motion")
+    np.testing.assert_array_equal(t.data[0], y)
+    old_y, old_steps = B.data(0)
+    np.testing.assert_array_equal(old_steps, steps)
+    assert not np.allclose(old_y, y)
+    gym_sd, old_sd = B.exact_truth().sd[1], B.exact_truth(0).sd[1]
+    assert gym_sd == pytest.approx(0.4675, abs=1e-3) and old_sd == pytest.approx(0.7568, abs=1e-3)
