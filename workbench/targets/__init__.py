@@ -19,7 +19,7 @@ _CATALOGUE = {
     "rotated_gaussian": "Gaussian with a few large eigen-directions at a random rotation (dense); exact truth",
     "gaussian_mixture": "separated diagonal-Gaussian peaks, unequal weights (the nn4post test problem); exact truth",
     "dense_mixture": "full-covariance Gaussian or Student-t mixtures (GMMVI's GMM20, GMM100, STM20); exact truth",
-    "funnel": "Neal's funnel, centred, v ~ N(0, 9); exact sampler, moments, marginals",
+    "funnel": "Neal's funnel, centred, v ~ N(0, v_sd^2) (v_sd = 3: Neal's); exact sampler, moments, marginals",
     "banana": "Haario's twisted Gaussian (b = 0.03); exact sampler, moments, marginals",
     "linear_regression": "conjugate Bayesian linear regression (diabetes or synthetic); exact posterior and evidence",
     "logistic_regression": "Bayesian logistic regression (breast cancer or synthetic); no closed-form truth",
