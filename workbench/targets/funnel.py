@@ -96,8 +96,8 @@ def funnel(dim: int, v_sd: float = V_SD) -> Target:
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
         raise TargetError(f"dim must be an integer >= 1, got {dim!r}")
     if isinstance(v_sd, bool) or not isinstance(v_sd, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(v_sd) or not 0.0 < v_sd <= 10.0:
-        raise TargetError(f"v_sd must be a number in (0, 10] (the log-scale's sd; Neal's is 3), got {v_sd!r}")
+            or not math.isfinite(v_sd) or not 0.01 <= v_sd <= 10.0:
+        raise TargetError(f"v_sd must be a number in [0.01, 10] (the log-scale's sd; Neal's is 3), got {v_sd!r}")
     dim, v_sd = int(dim), float(v_sd)
     sd = np.full(dim, math.exp(0.25 * v_sd**2))
     sd[0] = v_sd
