@@ -167,13 +167,14 @@ def test_a_closure_is_compiled_in_memory():
 def test_an_edited_function_gets_a_new_cached_adapter(tmp_path, monkeypatch):
     """The adapter's file name carries the function's file and the code this process loaded:
     a file edited after its import compiles what was loaded, and the reloaded function gets
-    a new adapter rather than the one compiled from the old code."""
+    a new adapter rather than the one compiled from the old code; the old one's file and Numba's
+    cache of it are deleted, so edits (and upgrades) do not pile adapters up."""
     import importlib
     import sys
 
     import numpy as np
 
-    from workbench.jit import compile_kernel_form, pack_data
+    from workbench.jit import KERNEL_FORM_DIR, compile_kernel_form, pack_data
 
     source = ("import numba\n\n\n@numba.njit(cache=True)\ndef logp_grad(theta, grad_out, data):\n"
               "    grad_out[:] = -{k} * theta\n    return -0.5 * {k} * (theta ** 2).sum()\n")
@@ -186,9 +187,15 @@ def test_an_edited_function_gets_a_new_cached_adapter(tmp_path, monkeypatch):
     grad = np.empty(2)
     loaded = compile_kernel_form(module.logp_grad, packed.layout)
     assert loaded(np.ones(2), grad, packed.packed) == pytest.approx(-1.0)  # the code in memory
+    old_name = loaded.py_func.__module__
+    assert (KERNEL_FORM_DIR / f"{old_name}.py").exists()
+    assert list((KERNEL_FORM_DIR / "__pycache__").glob(f"{old_name}.*"))  # Numba's cache of it
     module = importlib.reload(module)
     edited = compile_kernel_form(module.logp_grad, packed.layout)
-    assert edited.py_func.__module__ != loaded.py_func.__module__
+    assert edited.py_func.__module__ != old_name
+    assert edited.py_func.__module__.rsplit("_", 1)[0] == old_name.rsplit("_", 1)[0]  # the same adapter
+    assert not (KERNEL_FORM_DIR / f"{old_name}.py").exists()
+    assert not list((KERNEL_FORM_DIR / "__pycache__").glob(f"{old_name}.*"))
     assert edited(np.ones(2), grad, packed.packed) == pytest.approx(-3.0) and np.allclose(grad, -3.0)
     sys.modules.pop("user_density_probe", None)
 
