@@ -302,10 +302,7 @@ def _remove_other_versions(identity: str, keep: str) -> None:
     for folder in (KERNEL_FORM_DIR, KERNEL_FORM_DIR / "__pycache__"):
         for old in folder.glob(f"kernel_form_{identity}_*"):
             if old.name.split(".")[0] != keep:
-                try:
-                    old.unlink()
-                except OSError:  # another process removed it first
-                    pass
+                old.unlink(missing_ok=True)  # another process may have removed it first
 
 
 def _code_digest(code) -> bytes:
