@@ -99,3 +99,25 @@ def test_the_whole_call_record_reads_as_the_performance_page_says():
     assert ours["ratio_to_nutpie"] == pytest.approx(ours["ess_per_second"] / theirs["ess_per_second"], rel=1e-3)
     assert ours["ess_per_second_with_health"] < ours["ess_per_second"] and ours["fixed_seconds"] > 0
     assert f"{ours['ess_per_second'] / theirs['ess_per_second']:.1f}x nutpie's" in sentence
+
+
+def test_the_geometry_study_merges_re_measured_rows_in_the_targets_order(tmp_path):
+    """``nuts_geometry.py --targets``: the re-measured target's rows replace its old ones, the
+    others stay as measured (with their dates), and the rows keep the study's order of targets."""
+    geometry = _load("nuts_geometry")
+    path = tmp_path / "flow.csv"
+    old = pd.DataFrame([{"target": t, "sampler": s, "ess_per_1k_grad": 1.0, "measured": "2026-01-01"}
+                        for t in ("banana", "funnel100", "brownian_motion") for s in ("flow", "diag")])
+    old.to_csv(path, index=False)
+    order = ["banana", "funnel100", "funnel101_nutpie_docs", "brownian_motion"]
+    rows = [{"target": "funnel101_nutpie_docs", "sampler": "flow", "ess_per_1k_grad": 61.0},
+            {"target": "funnel100", "sampler": "flow", "ess_per_1k_grad": 19.0}]
+    frame = geometry.write_rows(rows, path, ["funnel100", "funnel101_nutpie_docs"], order)
+    written = pd.read_csv(path)
+    assert list(written["target"]) == ["banana", "banana", "funnel100", "funnel101_nutpie_docs",
+                                       "brownian_motion", "brownian_motion"]
+    assert written.loc[written["target"] == "funnel100", "ess_per_1k_grad"].tolist() == [19.0]
+    assert (written.loc[written["target"] == "banana", "measured"] == "2026-01-01").all()
+    assert len(frame) == 6
+    with pytest.raises(SystemExit, match="unknown"):
+        geometry.selected({"banana": None}, ["banana", "nope"])
