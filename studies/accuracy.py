@@ -122,8 +122,9 @@ def _latent_variable_panel(top: pd.DataFrame) -> str:
             f"{m} {v:.2f}{' (flagged)' if flagged.get(m, False) else ''}" for m, v in med.items()))
     return (" On the latent-variable models, the worst error of a mean (reference sds) at the largest budget: "
             + "; ".join(parts) + ". A Gaussian family's own optimum is biased there (the mean-field one by "
-            "0.74 sd on the Brownian motion's innovation scale, the full-rank one by 0.42; on the stochastic "
-            "volatility model by 1.73 and 0.26), so these rows measure the families as much as the optimisers.")
+            "0.59 sd on the Brownian motion's innovation scale, the full-rank one by 0.22 on its observation "
+            "scale; on the stochastic volatility model by 1.73 and 0.26), so these rows measure the families as "
+            "much as the optimisers.")
 
 
 def _gaussian_approximations(table: pd.DataFrame, top: pd.DataFrame) -> str:
