@@ -34,7 +34,7 @@ def funnel_logp_grad(theta, grad_out, data):
     v_sd = data[0][0]
     v = theta[0]
     n = theta.size - 1
-    if abs(v) > 1e150:  # -v^2/18 overflows to -inf and -n v / 2 to +inf: their sum would be NaN
+    if abs(v) > 1e150:  # -v^2 / (2 v_sd^2) overflows to -inf and -n v / 2 to +inf: their sum would be NaN
         for k in range(theta.size):
             grad_out[k] = 0.0
         return -math.inf
