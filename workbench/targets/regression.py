@@ -46,9 +46,12 @@ def _gaussian_prior(theta, grad_out, inv_prior_var):
     return -0.5 * s * inv_prior_var - 0.5 * p * (LOG_2PI - math.log(inv_prior_var))
 
 
-@jit
+@jit(fastmath=True)
 def _linear_loglik_row(theta, grad_out, X, y, i, inv_noise_var, scale):
-    """Adds scale x d/dtheta log N(y_i; x_i theta, sigma^2) to grad_out; returns scale x value."""
+    """Adds scale x d/dtheta log N(y_i; x_i theta, sigma^2) to grad_out; returns scale x the
+    value's residual term, -r^2 / (2 sigma^2) (the caller adds the normalising constant once, not
+    a logarithm per row: :func:`_linear_log_norm`). The two loops over the coefficients may
+    reassociate, so they vectorise."""
     p = theta.size
     eta = 0.0
     for j in range(p):
@@ -57,14 +60,20 @@ def _linear_loglik_row(theta, grad_out, X, y, i, inv_noise_var, scale):
     w = scale * r * inv_noise_var
     for j in range(p):
         grad_out[j] += w * X[i, j]
-    return scale * (-0.5 * r * r * inv_noise_var - 0.5 * (LOG_2PI - math.log(inv_noise_var)))
+    return -0.5 * scale * r * r * inv_noise_var
+
+
+@jit
+def _linear_log_norm(rows, inv_noise_var, scale):
+    """scale x the normalising constants of ``rows`` Gaussian rows, each -log(sigma sqrt(2 pi))."""
+    return -0.5 * scale * rows * (LOG_2PI - math.log(inv_noise_var))
 
 
 @jit
 def linear_regression_logp_grad(theta, grad_out, data):
     """log p(y | X, theta) + log p(theta) for Gaussian noise and prior."""
     X, y, params = data
-    lp = _gaussian_prior(theta, grad_out, params[1])
+    lp = _gaussian_prior(theta, grad_out, params[1]) + _linear_log_norm(X.shape[0], params[0], 1.0)
     for i in range(X.shape[0]):
         lp += _linear_loglik_row(theta, grad_out, X, y, i, params[0], 1.0)
     return lp
@@ -74,7 +83,7 @@ def linear_regression_logp_grad(theta, grad_out, data):
 def linear_regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     """scale x log-likelihood of the rows + log prior (eq. 19-20)."""
     X, y, params = data
-    lp = _gaussian_prior(theta, grad_out, params[1])
+    lp = _gaussian_prior(theta, grad_out, params[1]) + _linear_log_norm(rows.size, params[0], scale)
     for i in rows:
         lp += _linear_loglik_row(theta, grad_out, X, y, i, params[0], scale)
     return lp
