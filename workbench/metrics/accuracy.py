@@ -205,7 +205,10 @@ def evaluate(
         if held_out is not None and reference is not None:
             own = x if w is None else x[_resample(w, len(x), seed)]
             row["lpd_err"] = held_out(own) - held_out(reference)
-        x, chain_draws, names = identified(x), identified(result.draws), identified.names
+        # once per draw: x is the chains' draws pooled (``Result.flat_draws``), so its quantities
+        # are the chains' pooled (a BNN's outputs on 100k draws take 0.7 s)
+        chain_draws, names = identified(result.draws), identified.names
+        x = chain_draws.reshape(-1, len(names))
         reference = identified(reference) if reference is not None else None
         true_mean = true_sd = None
         row["scored_on"] = "identified quantities: " + (identified.description or ", ".join(names[:3]))
