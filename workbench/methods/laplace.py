@@ -3,8 +3,9 @@
 theta* = argmax log p (SciPy's L-BFGS-B on -log p with the target's Numba gradient, from
 the initial point and ``starts`` random starts; the best is kept, all are reported);
 H = the Hessian of log p at theta* (the target's analytic ``hessian`` when it has one,
-else central differences of the gradient, symmetrised);
-q = N(theta*, (-H)^-1), and the Laplace estimate of the evidence
+else central differences of the gradient, symmetrised), and one Newton step with it from
+L-BFGS-B's optimum (:func:`newton_polish`); q = N(theta*, (-H)^-1), and the Laplace estimate
+of the evidence
 
     log Z = log p(theta*) + d/2 log 2 pi - 1/2 log det(-H).
 
@@ -136,6 +137,8 @@ class Laplace(Method):
                 "this error (.mode, .hessian); pass regularize=... to add a multiple of I",
                 mode, logp_mode, hess, eig,
             )
+        mode, logp_mode, polish_evals = newton_polish(target, mode, logp_mode, neg_h)
+        n_grad += polish_evals
         cov = np.linalg.inv(neg_h)
         approx = Gaussian(mode, 0.5 * (cov + cov.T))
         log_z = logp_mode + 0.5 * target.dim * math.log(2 * math.pi) - 0.5 * float(np.sum(np.log(eig)))
@@ -153,3 +156,19 @@ class Laplace(Method):
             info={"mode": mode, "logp_mode": logp_mode, "hessian": hess, "optima": optima},
             interrupted=interrupted,
         )
+
+
+def newton_polish(target: Target, mode: np.ndarray, logp_mode: float, neg_h: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """One Newton step from L-BFGS-B's optimum with the Hessian already at hand: (mode, log p
+    there, gradient evaluations made). L-BFGS-B stops where log p no longer resolves its steps
+    (its ``ftol``), with the gradient still about 1e-6 (the diabetes regression: 6e-6, the mode
+    1e-6 of an sd off); the step takes a Gaussian's mode to rounding. Kept only if it shrinks
+    the gradient without lowering log p beyond its rounding."""
+    lp0, g0 = target.logp_and_grad(mode)
+    step = np.linalg.solve(neg_h, g0)
+    candidate = mode + step
+    lp1, g1 = target.logp_and_grad(candidate)
+    if (math.isfinite(lp1) and np.all(np.isfinite(g1)) and np.linalg.norm(g1) < np.linalg.norm(g0)
+            and lp1 >= logp_mode - 1e-12 * max(1.0, abs(logp_mode))):
+        return candidate, float(lp1), 2
+    return mode, logp_mode, 2
