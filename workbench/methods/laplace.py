@@ -164,7 +164,7 @@ def newton_polish(target: Target, mode: np.ndarray, logp_mode: float, neg_h: np.
     (its ``ftol``), with the gradient still about 1e-6 (the diabetes regression: 6e-6, the mode
     1e-6 of an sd off); the step takes a Gaussian's mode to rounding. Kept only if it shrinks
     the gradient without lowering log p beyond its rounding."""
-    lp0, g0 = target.logp_and_grad(mode)
+    _, g0 = target.logp_and_grad(mode)  # the optimiser kept no gradient of its best point
     step = np.linalg.solve(neg_h, g0)
     candidate = mode + step
     lp1, g1 = target.logp_and_grad(candidate)
