@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import uuid
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -23,6 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from . import jit
+from .fingerprint import dependency_digest
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
 
 from .gradient_check import verify_gradient
@@ -38,6 +40,17 @@ from .user_density import (
     _qualname,
     _validate_user_function,
 )
+
+
+def code_identity(*functions) -> str:
+    """What identifies user functions' compiled code in a target's spec (and so in every cache
+    keyed by it): the digest of their code and of every global, callee and closure value they
+    read (``fingerprint.py``); a function that cannot be fingerprinted gets a name of its own in
+    this process, so nothing computed from it is ever served again from a cache."""
+    digests = [dependency_digest(f) for f in functions if f is not None]
+    if any(d is None for d in digests):
+        return f"unfingerprinted-{uuid.uuid4().hex[:16]}"
+    return "+".join(digests)
 
 
 # --------------------------------------------------------------------------------------
@@ -370,7 +383,8 @@ class Target:
             initial_point=initial_point,
             logp_grad_batch=logp_grad_batch,
             n_data=n_data,
-            spec={"factory": "from_numba", "function": _qualname(logp_grad), "dim": int(dim)},
+            spec={"factory": "from_numba", "function": _qualname(logp_grad), "dim": int(dim),
+                  "code": code_identity(logp_grad, logp_grad_batch)},
             description=description or f"user target ({_qualname(logp_grad)})",
         )
         if validate:
@@ -438,7 +452,7 @@ class Target:
             dim=dim,
             logp_grad=logp_grad,
             data=data,
-            spec={"factory": "from_logp", "function": _qualname(logp), "dim": int(dim)},
+            spec={"factory": "from_logp", "function": _qualname(logp), "dim": int(dim), "code": code_identity(logp)},
             description=kwargs.pop("description", "") or f"user target ({_qualname(logp)}, FD gradient)",
             **kwargs,
         )

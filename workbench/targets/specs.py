@@ -175,8 +175,12 @@ def resolve(target, backend: str = "numba", observed_as_data: bool = False) -> t
     if ":" in target and target.rpartition(":")[0].endswith(".py"):
         built = load_source(target, backend, observed_as_data=observed_as_data)
         path = str(Path(target.rpartition(":")[0]).expanduser().resolve())
+        # the file, and what loading it gave (a file may read its settings from the environment):
+        # the data, and a Numba density's code with the globals it reads (Target.from_numba's spec)
         spec = {"factory": "source", "source": f"{path}:{target.rpartition(':')[2]}",
-                "file_digest": file_digest(path), **({"observed_as_data": True} if observed_as_data else {})}
+                "file_digest": file_digest(path), "data_digest": data_digest(built),
+                **({"code": built.spec["code"]} if "code" in built.spec else {}),
+                **({"observed_as_data": True} if observed_as_data else {})}
         return built, spec, True
     if target in posteriors.available():
         built = posteriors.load(target, backend, observed_as_data)
