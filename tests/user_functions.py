@@ -171,6 +171,19 @@ def divides_by_zero_beyond(theta, grad_out, data):
 
 
 @numba.njit(cache=True)
+def raises_beyond(theta, grad_out, data):
+    """A standard normal whose density raises a ValueError of its own once theta[0] > data[0][0]
+    (a bug that shows part-way through a run: not an arithmetic fault, so the run stops)."""
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    if theta[0] > data[0][0]:
+        raise ValueError("the model's own check failed")
+    return lp
+
+
+@numba.njit(cache=True)
 def slow_standard_normal(theta, grad_out, data):
     """A standard normal that takes long to evaluate (data[0][0] rounds of busy work): for
     interrupting a run part-way."""
@@ -214,3 +227,65 @@ def random_walk_chain(theta, grad_out, data):
         grad_out[i] -= step
         grad_out[i - 1] += step
     return lp
+
+
+@numba.njit
+def underflowing_gradient(theta, grad_out, data):
+    """A standard normal whose gradient is written f'/f with f = exp(-30 theta_i^2): f underflows
+    to 0.0 beyond |theta_i| = 4.98 (-30 x 4.98^2 < -745), where the division raises
+    ZeroDivisionError under Numba's default error model. The density has mass 6e-7 there."""
+    lp = 0.0
+    for i in range(theta.size):
+        f = math.exp(-30.0 * theta[i] ** 2)
+        lp -= 0.5 * theta[i] ** 2
+        grad_out[i] = (-60.0 * theta[i] * f) / f / 60.0
+    return lp
+
+
+@numba.njit
+def raises_a_custom_error_far_out(theta, grad_out, data):
+    """A standard normal that raises a ValueError of its own (not a math-domain one) past 2.5."""
+    lp = 0.0
+    for i in range(theta.size):
+        if abs(theta[i]) > 2.5:
+            raise ValueError("the user's own check failed")
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    return lp
+
+
+@numba.njit
+def regression_logp_grad(theta, grad_out, data):
+    """y ~ N(x b, exp(log_s)), b ~ N(0, 1), log_s ~ N(0, 1); theta = (b, log_s). The residuals are
+    divided by s * s, which underflows to zero below log_s = -372."""
+    x, y = data
+    s = math.exp(theta[1])
+    lp = -0.5 * theta[0] ** 2 - 0.5 * theta[1] ** 2
+    grad_out[0] = -theta[0]
+    grad_out[1] = -theta[1]
+    for k in range(y.size):
+        r = y[k] - x[k] * theta[0]
+        lp += -0.5 * r * r / (s * s) - theta[1]
+        grad_out[0] += r * x[k] / (s * s)
+        grad_out[1] += r * r / (s * s) - 1.0
+    return lp
+
+
+@numba.njit
+def regression_logp_grad_batch(theta, grad_out, data, rows, scale):
+    """The mini-batch form of ``regression_logp_grad``: scale x the rows' log-likelihood + prior."""
+    x, y = data
+    s = math.exp(theta[1])
+    lp = -0.5 * theta[0] ** 2 - 0.5 * theta[1] ** 2
+    g0 = 0.0
+    g1 = 0.0
+    ll = 0.0
+    for j in range(rows.size):
+        k = rows[j]
+        r = y[k] - x[k] * theta[0]
+        ll += -0.5 * r * r / (s * s) - theta[1]
+        g0 += r * x[k] / (s * s)
+        g1 += r * r / (s * s) - 1.0
+    grad_out[0] = -theta[0] + scale * g0
+    grad_out[1] = -theta[1] + scale * g1
+    return lp + scale * ll

@@ -9,6 +9,13 @@
 from __future__ import annotations
 
 import importlib
+import warnings
+
+# A target adapter's fault branch runs in Numba's object mode (density_faults.py), and Numba warns,
+# when it compiles that branch at a density's first fault, that such a block holds the GIL: what it
+# should do there. Silenced here, at the package's import, for the adapters' generated modules
+# alone (a filter added later, inside a caller's ``catch_warnings``, would be lost on its exit).
+warnings.filterwarnings("ignore", message=".*object mode won't allow parallel execution.*", module=r".*kernel_form")
 
 # Names are imported on first use (PEP 562): ``import workbench`` alone costs a few
 # milliseconds instead of a second (SciPy, Numba, ArviZ), so the command line and the study

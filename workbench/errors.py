@@ -63,6 +63,11 @@ class DensityError(WorkbenchError, RuntimeError):
         self.point = np.array(point, dtype=float, copy=True)
 
 
+class DensityFault(WorkbenchError, RuntimeError):
+    """What a compiled adapter raises for a user's density that raised an exception other than
+    the common ones (see ``density_faults.py``): ``density_faults.original`` gives the user's."""
+
+
 class SlowGradientWarning(UserWarning):
     """A target's gradient is computed by finite differences (2 d + 1 densities per gradient)."""
 

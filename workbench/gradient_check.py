@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import density_faults
 from .errors import TargetError, format_point
 
 
@@ -159,6 +160,15 @@ def verify_gradient(target, n_points: int = 3, seed: int = 0) -> dict:
         target.build_info["gradient_check"] = note
         warnings.warn(f"Target {target.name!r}: {note['note']}", UserWarning, stacklevel=3)
         return note
+    # a density that raises near the start is no density there (density_faults.py): the probes
+    # shrink toward the start, the differences skip it; at the start itself it raised before this
+    with density_faults.collect(target.kernel_data[0].ctypes.data):
+        return _compare_at_points(target, x0, n_points, seed)
+
+
+def _compare_at_points(target, x0: np.ndarray, n_points: int, seed: int) -> dict:
+    d = target.dim
+    g0 = np.empty(d)
     rng = np.random.default_rng(seed)
     points = [x0]
     for _ in range(n_points - 1):

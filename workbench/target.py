@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import jit
+from . import adapters, density_faults, jit
 from .fingerprint import dependency_digest
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
 
@@ -149,7 +149,7 @@ class Target:
         if self.logp_grad_batch is not None and not _is_numba_function(self.logp_grad_batch):
             raise TargetError("logp_grad_batch must be a Numba @njit function as well")
         # the arrays are views of two buffers, which kernels get instead (see jit.py)
-        packed = jit.pack_data(_normalise_data(self.data))
+        packed = adapters.pack_data(_normalise_data(self.data))
         set_("data", packed.data)
         set_("_packed", packed)
         if self.param_names is None:
@@ -219,7 +219,7 @@ class Target:
     @functools.cached_property
     def kernel_logp_grad(self):
         """``logp_grad`` as kernels call it: ``(theta, grad_out, kernel_data)``."""
-        return jit.kernel_form(self.logp_grad, self._packed.layout)
+        return adapters.kernel_form(self.logp_grad, self._packed.layout)
 
     @functools.cached_property
     def kernel_logp_grad_batch(self):
@@ -227,7 +227,7 @@ class Target:
         target has no mini-batch form)."""
         if self.logp_grad_batch is None:
             return jit.no_batch_form
-        return jit.kernel_form(self.logp_grad_batch, self._packed.layout, batch=True)
+        return adapters.kernel_form(self.logp_grad_batch, self._packed.layout, batch=True)
 
     @property
     def has_batch(self) -> bool:
@@ -251,7 +251,10 @@ class Target:
         its compile time twice)."""
         x = self._as_theta(theta)
         g = np.empty(self.dim)
-        return float(self.kernel_logp_grad(x, g, self.kernel_data)), g
+        try:
+            return float(self.kernel_logp_grad(x, g, self.kernel_data)), g
+        except Exception as exc:  # the user's density raised: its own exception, not the adapter's
+            raise density_faults.original(exc) from None
 
     def logp(self, theta) -> float:
         """log p(theta), from Python."""
@@ -280,11 +283,14 @@ class Target:
                 f"{what} of target {self.name!r} is not finite: {format_point(x)}", x, math.nan
             )
         try:
-            lp, g = self.logp_and_grad(x)
-        except ArithmeticError as exc:  # Numba's default error model raises on 1/0
+            with density_faults.raising():  # a fault at a start is an error, not a rejection
+                lp, g = self.logp_and_grad(x)
+        except Exception as exc:  # the user's density raised (1/0 under Numba's default error model)
+            advice = ("compile with error_model='numpy' to get inf" if isinstance(exc, ArithmeticError)
+                      else "a start must be a point where the density can be evaluated")
             raise NonFiniteDensityError(
                 f"log density of target {self.name!r} raised {type(exc).__name__} ({exc}) at "
-                f"the {what} {format_point(x)}; (compile with error_model='numpy' to get inf)",
+                f"the {what} {format_point(x)} ({advice})",
                 x,
                 math.nan,
             ) from exc

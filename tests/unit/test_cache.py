@@ -21,13 +21,13 @@ def test_spec_hash_ignores_key_order_and_code_version_carries_the_code_digest():
 
 
 def test_the_code_digest_ignores_what_is_generated_under_pycache():
-    """Adapters compiled for targets are written under workbench/__pycache__ (jit.py): a new one
+    """Adapters compiled for targets are written under workbench/__pycache__ (adapters.py): a new one
     must not change every cache key."""
-    from workbench import cache, jit
+    from workbench import adapters, cache
 
     cache.code_digest.cache_clear()
     before = cache.code_digest()
-    probe = jit.KERNEL_FORM_DIR / "kernel_form_probe_for_the_digest_test.py"
+    probe = adapters.KERNEL_FORM_DIR / "kernel_form_probe_for_the_digest_test.py"
     probe.parent.mkdir(parents=True, exist_ok=True)
     try:
         probe.write_text("# not source\n")

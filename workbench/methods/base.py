@@ -35,7 +35,9 @@ from typing import Callable
 
 import numpy as np
 
+from .. import density_faults
 from ..cache import object_digest
+from ..density_faults import original
 from ..errors import DensityError, LongRunWarning, TargetError, WorkbenchError, format_point
 from ..jit import C_PROGRESS, C_STOP
 from ..result import IN_RUN, Budget, Cost, Result
@@ -248,7 +250,7 @@ def run_in_threads(
         outputs = []
         for i, f in enumerate(futures):
             if f.exception() is not None and errors is not None:
-                errors[i] = f.exception()
+                errors[i] = original(f.exception())  # the user's own exception, if the density raised
                 outputs.append(None)
             else:
                 outputs.append(f.result())
@@ -304,12 +306,41 @@ def density_raised(method: str, target: Target, exc: BaseException, chain: int, 
     """The error for a user's density that raised inside a compiled kernel (the kernels raise
     nothing themselves): it names the method, the chain (or restart), the iteration and the
     point, and is raised ``from`` the user's exception."""
+    exc = original(exc)
     return DensityError(
         f"{method} on target {target.name!r}: the target's density raised {exc!r} in {where} {chain} at iteration "
         f"{iteration}, near {format_point(point)}; the run is lost (fix the density, or make it return -inf "
         "where it cannot be evaluated)",
         method, chain, iteration, point,
     )
+
+
+# share of the run's density evaluations that may fault (each treated as log p = -inf) before the
+# run is an error: a density that fails at most points is broken, not bounded
+MAX_FAULT_SHARE = 0.5
+
+
+def with_faults_reported(result: Result, faults: density_faults.Faults, method: str, target: Target) -> Result:
+    """``result``, its messages saying how often the density raised (each a rejection, see
+    ``density_faults.py``) with the first point and exception; a DensityError when most
+    evaluations did."""
+    if not faults.count or faults.nested:  # a phase of a run (auto's): the run reports them all
+        return result
+    calls = max(result.cost.grad_evals, result.cost.logp_evals, 1)
+    share = faults.count / calls
+    exc, point = faults.first_exception, faults.first_point
+    if share > MAX_FAULT_SHARE:
+        raise DensityError(
+            f"{method} on target {target.name!r}: the target's density raised at {faults.count:,} of {calls:,} "
+            f"evaluations, first {exc!r} at {format_point(point)}: a density that fails at most points is broken "
+            "(fix it, or return -inf where it cannot be evaluated)", method, 0, 0, point) from exc
+    message = (f"density faults: the target's density raised at {faults.count:,} of {calls:,} evaluations "
+               f"({share:.2%}), first {exc!r} at {format_point(point)}; each was treated as log p = -inf there "
+               "(a rejected proposal), as Stan and nutpie do")
+    result.info["density_faults"] = faults.count
+    result.messages.append(message)
+    warnings.warn(f"{method} on {target.name}: {message}", RuntimeWarning, stacklevel=3)
+    return result
 
 
 # ------------------------------------------------------------------------------ the method
@@ -421,7 +452,9 @@ class Method:
         clock = RunClock()
         building = IN_RUN.set(True)  # the result's deferred health check waits until run() returns
         try:
-            return self._run(target, seed, budget)
+            with density_faults.collect(target.kernel_data[0].ctypes.data) as faults:
+                result = self._run(target, seed, budget)
+            return with_faults_reported(result, faults, self.name, target)
         except KeyboardInterrupt:
             # Ctrl-C before the method's own loop (which keeps what it made) began: drawing
             # proposals, finding a start, compiling. Nothing was made; say so, as the loop would.

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import Gaussian
+from ..density_faults import original
 from ..errors import BudgetTooSmallError
 from ..jit import C_PROGRESS
 from ..result import Budget, Result
@@ -224,7 +225,7 @@ class FullRankVI(PSISResampled, Method):
                               average, traces, controls[0])
             except Exception as exc:  # the user's density raised inside the fit
                 raise density_raised(self.name, target, exc, 0, int(controls[0, C_PROGRESS]) + 1, params[:d],
-                                     "fit") from exc
+                                     "fit") from original(exc)
 
         (out,), interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         done, n_grad, status, rejected = out

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..approximations import FullCovarianceMixture, GaussianMixture
+from ..density_faults import original
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..smc.mutation import evaluate as evaluate_kernel
@@ -214,7 +215,7 @@ class GMMVI(PSISResampled, Method):
             try:
                 done = kernel(target.kernel_logp_grad, target.kernel_data, x, grad, lp, controls[0])
             except Exception as exc:  # the user's density raised
-                raise density_raised(self.name, target, exc, 0, counts["done"] + 1, x[0], "fit") from exc
+                raise density_raised(self.name, target, exc, 0, counts["done"] + 1, x[0], "fit") from original(exc)
             counts["grads"] += done
             counts["drawn"] += done
             ok = np.isfinite(lp) & np.all(np.isfinite(grad), axis=1)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import modes as M
 from ..approximations import GaussianMixture
+from ..density_faults import original
 from ..errors import BudgetTooSmallError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
@@ -374,7 +375,7 @@ class NN4Post(PSISResampled, Method):
                 except Exception as exc:  # the user's density raised inside the fit
                     means = params[i][k: k + k * target.dim].reshape(k, target.dim)
                     raise density_raised(self.name, target, exc, i, int(controls[i, C_PROGRESS]) + 1,
-                                         means[0], "restart") from exc
+                                         means[0], "restart") from original(exc)
                 n_grad += n
                 rejected += int(rejects)
                 if status != F.STATUS_STEPS or adapter is None or t >= steps:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..density_faults import original
 from ..errors import BudgetTooSmallError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
@@ -177,7 +178,8 @@ class Pathfinder(Method):
         except (WorkbenchError, KeyboardInterrupt, np.linalg.LinAlgError):
             raise
         except Exception as exc:  # the user's density raised (our kernels raise nothing)
-            raise density_raised(self.name, target, exc, i, int(control[C_PROGRESS]) + 1, x0, "path") from exc
+            raise density_raised(self.name, target, exc, i, int(control[C_PROGRESS]) + 1, x0,
+                                 "path") from original(exc)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         clock = RunClock()

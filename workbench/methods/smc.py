@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..density_faults import original
 from ..errors import BudgetTooSmallError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
@@ -347,7 +348,8 @@ class SMC(Method):
             except (WorkbenchError, KeyboardInterrupt, np.linalg.LinAlgError):
                 raise
             except Exception as exc:  # the user's density raised in a compiled kernel (ours raise nothing)
-                raise density_raised(self.name, target, exc, r, int(controls[r, C_PROGRESS]) + 1, ref.mean, "run") from exc
+                raise density_raised(self.name, target, exc, r, int(controls[r, C_PROGRESS]) + 1, ref.mean,
+                                     "run") from original(exc)
 
         outputs, interrupted = run_in_threads(
             one_run,

@@ -28,6 +28,7 @@ import math
 import numpy as np
 from numba import types
 
+from ..density_faults import original
 from ..errors import DensityError, format_point
 from ..jit import C_STOP, INDEX, MATRIX, VEC, target_kernel
 from ..numerics import LOG_2PI
@@ -163,11 +164,11 @@ class FixedDrawsObjective:
                             grad, rows, self.count, self.control)
         except Exception as exc:  # the user's density raised: named, with q's mean then
             raise DensityError(
-                f"DADVI on target {self.target.name!r}: the target's density raised {exc!r} at the fit's evaluation "
+                f"DADVI on target {self.target.name!r}: the target's density raised {original(exc)!r} at the fit's evaluation "
                 f"{self.grad_evals // self.eta.shape[0] + 1}, q's mean then {format_point(lam[: self.eta.shape[1]])}; "
                 "the run is lost (fix the density, or make it return -inf where it cannot be evaluated)",
                 "DADVI", 0, self.grad_evals // self.eta.shape[0] + 1, lam[: self.eta.shape[1]],
-            ) from exc
+            ) from original(exc)
         if self.control[C_STOP] != 0:
             raise Stopped
         if math.isfinite(f) and f < self.best[0]:

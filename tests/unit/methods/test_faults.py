@@ -1,5 +1,6 @@
 """Faults of the target's density part-way through a run are never silent and lose nothing:
 NaN densities are counted and reported (importance sampling gives them weight zero), an
+arithmetic exception is a rejection (tests/statistical/test_density_faults.py), any other
 exception raised by the density keeps the draws made before it and says where it stopped,
 and Ctrl-C stops importance sampling and keeps what it evaluated."""
 
@@ -19,6 +20,7 @@ import workbench as wb
 from tests.user_functions import (
     divides_by_zero_beyond,
     nan_beyond_one_and_half,
+    raises_beyond,
     slow_standard_normal,
 )
 from workbench.errors import DensityError
@@ -39,7 +41,7 @@ def nan_target():
 
 
 def raising_target(threshold):
-    return _target(divides_by_zero_beyond, data=(np.array([threshold]),))
+    return _target(raises_beyond, data=(np.array([threshold]),))
 
 
 # ------------------------------------------------------------------ NaN densities
@@ -108,10 +110,10 @@ def test_importance_sampling_gives_nan_densities_weight_zero_and_counts_them():
 
 def test_a_chain_sampler_keeps_its_draws_when_the_density_raises_part_way():
     method = wb.methods.RandomWalkMH(warmup=0, draws=50_000, adapt=False, scale=0.5, progress=False)
-    with pytest.warns(RuntimeWarning, match="density raised: ZeroDivisionError"):
+    with pytest.warns(RuntimeWarning, match="density raised: ValueError"):
         res = method.run(raising_target(3.5), seed=3)
     (message,) = [m for m in res.messages if m.startswith("density raised")]
-    assert "ZeroDivisionError('division by zero') in chain" in message and "(sampling)" in message
+    assert "ValueError(\"the model's own check failed\") in chain" in message and "(sampling)" in message
     kept = res.draws.shape[1]
     assert 0 < kept < 50_000 and f"the {kept} draws per chain made before are kept" in message
     assert np.all(res.draws[..., 0] <= 3.5) and np.all(np.isfinite(res.draws))
@@ -134,13 +136,13 @@ def test_a_density_that_raises_in_warmup_raises_and_says_so():
     with pytest.raises(DensityError) as info:
         wb.methods.NUTS(warmup=500, draws=100, progress=False).run(raising_target(2.0), seed=0)
     err = info.value
-    assert isinstance(err.__cause__, ZeroDivisionError)
+    assert isinstance(err.__cause__, ValueError)
     assert err.method == "NUTS" and err.iteration >= 1 and err.point.shape == (2,)
     assert str(err).startswith("NUTS on target") and f"in chain {err.chain} at iteration {err.iteration}" in str(err)
     assert "no chain had finished its warmup" in str(err) and "at a proposal from [" in str(err)
     with pytest.raises(DensityError, match="before any draw was made") as info:
         wb.methods.NUTS(warmup=0, step_size=5.0, draws=100, progress=False).run(raising_target(1.0), seed=0)
-    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised():
@@ -162,8 +164,17 @@ def test_importance_sampling_whose_density_raises_within_its_first_draws_raises_
     method = wb.methods.ImportanceSampling(proposal=proposal, n=1000, progress=False, threads=1)
     with pytest.raises(DensityError, match="ImportanceSampling on target") as info:
         method.run(raising_target(1.0), seed=3)  # the third draw has x0 > 1
-    assert isinstance(info.value.__cause__, ZeroDivisionError) and info.value.iteration == 3
+    assert isinstance(info.value.__cause__, ValueError) and info.value.iteration == 3
     assert any("stopped after 2 of 1000 draws" in note for note in info.value.__notes__)
+
+
+def test_a_division_by_zero_part_way_is_a_rejection_not_the_end_of_the_run():
+    """The same run as above with a density that divides by zero beyond 3.5: every draw is made."""
+    method = wb.methods.RandomWalkMH(warmup=0, draws=50_000, adapt=False, scale=0.5, progress=False)
+    with pytest.warns(RuntimeWarning, match="density faults"):
+        res = method.run(_target(divides_by_zero_beyond, data=(np.array([3.5]),)), seed=3)
+    assert res.draws.shape[1] == 50_000 and np.all(res.draws[..., 0] <= 3.5)
+    assert res.info["density_faults"] > 0
 
 
 # ------------------------------------------------------------------ Ctrl-C
@@ -199,6 +210,6 @@ def test_a_density_that_raises_is_named_with_the_method_chain_iteration_and_poin
     with pytest.raises(DensityError) as info:
         method.run(raising_target(1.5), seed=0)
     err = info.value
-    assert isinstance(err.__cause__, ZeroDivisionError)  # the user's exception, chained
+    assert isinstance(err.__cause__, ValueError)  # the user's exception, chained
     assert err.method == method.name and err.iteration >= 1 and err.point.shape == (2,)
-    assert str(err).startswith(f"{method.name} on target") and "ZeroDivisionError" in str(err)
+    assert str(err).startswith(f"{method.name} on target") and "the model's own check failed" in str(err)
