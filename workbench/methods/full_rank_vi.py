@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,17 +21,22 @@ from ..vi import fit as F
 from ..vi import full_rank as FR
 from ..vi import natural_gradient as NG
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
+from .pathfinder import pathfinder_start
 from .vi_health import (
     DEFAULT_STEPS,
     PARETO_K_OK,
     PSISResampled,
+    RUNAWAY_NATS,
     VIDivergenceError,
+    best_window_elbo,
+    diverged_message,
     fit_messages,
     funnel_message,
     not_converged_first,
     khat_reserve,
     note_rejected_steps,
     pareto_check,
+    ran_away,
     without_reserve,
 )
 
@@ -176,13 +181,15 @@ class FullRankVI(PSISResampled, Method):
         rng = M.search_rng(seed)
         search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
         mode = search.modes[0]
-        message = f"started at a mode found by L-BFGS ({search.grad_evals} gradients)"
         if search.fallback:
-            message = (f"the ascent found no mode (on a hierarchical posterior there may be none: log p grows "
-                       f"without bound as a scale goes to 0); started from the initial point with unit scales "
-                       f"({search.grad_evals} gradients)")
+            # no mode (a hierarchical posterior, or an ascent cut short): where the ascent stopped
+            # lies down a funnel's neck; the initial point with unit scales is the start (and the
+            # fit is checked against Pathfinder's Gaussian after it: _run)
+            return (target.initial_point.copy(), np.eye(d), search.grad_evals,
+                    f"{NO_MODE}; started from the initial point with unit scales ({search.grad_evals} gradients)")
+        message = f"started at a mode found by L-BFGS ({search.grad_evals} gradients)"
         chol, spent = np.diag(mode.sd), search.grad_evals
-        if self.init == "laplace" and d <= M.FULL_HESSIAN_MAX_DIM and not search.fallback:
+        if self.init == "laplace" and d <= M.FULL_HESSIAN_MAX_DIM:
             hess, used = M.curvature(target, mode.x)
             spent += used
             try:
@@ -192,22 +199,9 @@ class FullRankVI(PSISResampled, Method):
                 message += "; -H is not positive definite there: the start is its mean-field diagonal"
         return mode.x.copy(), chol, spent, message
 
-    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        khat_draws = khat_reserve(budget)
-        budget = without_reserve(budget, khat_draws)
-        clock = RunClock()
+    def _fit(self, target: Target, kernel, mean, chol, rng, steps: int, fit_budget: int, rate: float) -> Fit:
+        """One fit from (mean, chol): the kernel on a thread, with Ctrl-C and a progress bar."""
         d = target.dim
-        kernel = clock.compile(NG.full_rank_natural_kernel if self.optimizer == "natural" else FR.full_rank_kernel, target)
-        mean, chol, start_grads, start_message = self._start(target, seed, budget)
-        steps = budget.steps if budget.steps is not None else self.steps
-        if steps is None and budget.grad_evals is None:
-            steps = NATURAL_STEPS if self.optimizer == "natural" else DEFAULT_STEPS
-        fit_budget = -1 if budget.grad_evals is None else max(budget.grad_evals - start_grads, 0)
-        budget_cut = False
-        if fit_budget >= 0:
-            affordable = max(1, fit_budget // self.samples)
-            budget_cut = steps is None or affordable < steps
-            steps = affordable if steps is None else min(steps, affordable)
         params = FR.pack(mean, chol)
         if not np.all(np.isfinite(params)):
             raise ValueError(f"{self.name}: the initial parameters are not finite (check init_from / init_scale)")
@@ -215,26 +209,77 @@ class FullRankVI(PSISResampled, Method):
         average = np.empty_like(params)
         traces = np.zeros((steps, len(FR.TRACE_NAMES)))
         controls = np.zeros((1, 2), dtype=np.int64)
-        rng = chain_rngs(seed, 1)[0]
-        window = self.converge_window
 
         def run_one(_):
             try:
                 return kernel(target.kernel_logp_grad, target.kernel_data, params, rng, steps, self.samples, fit_budget,
-                              window, self.converge_patience, self.rate(d), self.rate_final(), self.converge_tol, state,
-                              average, traces, controls[0])
+                              self.converge_window, self.converge_patience, rate, self.rate_final(),
+                              self.converge_tol, state, average, traces, controls[0])
             except Exception as exc:  # the user's density raised inside the fit
                 raise density_raised(self.name, target, exc, 0, int(controls[0, C_PROGRESS]) + 1, params[:d],
                                      "fit") from original(exc)
 
         (out,), interrupted = run_in_threads(run_one, controls, steps, self.progress, f"{self.name} on {target.name}")
         done, n_grad, status, rejected = out
+        # the running average of the iterates (the last finite iterate when the fit diverged)
+        return Fit(params if status == F.STATUS_NONFINITE else average, traces[:done], int(done), int(n_grad),
+                   int(status), int(rejected), bool(interrupted))
+
+    def _steps(self, budget: Budget, spent: int) -> tuple[int, int, bool]:
+        """(steps, the fit's gradient budget or -1, whether the budget set the steps)."""
+        steps = budget.steps if budget.steps is not None else self.steps
+        if steps is None and budget.grad_evals is None:
+            steps = NATURAL_STEPS if self.optimizer == "natural" else DEFAULT_STEPS
+        fit_budget = -1 if budget.grad_evals is None else max(budget.grad_evals - spent, 0)
+        budget_cut = False
+        if fit_budget >= 0:
+            affordable = max(1, fit_budget // self.samples)
+            budget_cut = steps is None or affordable < steps
+            steps = affordable if steps is None else min(steps, affordable)
+        return steps, fit_budget, budget_cut
+
+    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+        khat_draws = khat_reserve(budget)
+        budget = without_reserve(budget, khat_draws)
+        clock = RunClock()
+        d = target.dim
+        kernel = clock.compile(NG.full_rank_natural_kernel if self.optimizer == "natural" else FR.full_rank_kernel, target)
+        mean, chol, start_grads, start_message = self._start(target, seed, budget)
+        rng = chain_rngs(seed, 1)[0]
+        steps, fit_budget, budget_cut = self._steps(budget, start_grads)
+        fit = self._fit(target, kernel, mean, chol, rng, steps, fit_budget, self.rate(d))
+        spent, retry_message = start_grads + fit.grad_evals, None
+        final, best = _final_elbo(fit, self.converge_window), best_window_elbo(fit.traces[:, 0], self.converge_window)
+        no_mode = bool(start_message and start_message.startswith(NO_MODE))
+        if not fit.interrupted and self.init_from is None and self.init != "point" and (
+                no_mode or fit.status == F.STATUS_NONFINITE or ran_away(final, best)):
+            # a fit that diverged, ran away, or (with no mode to start at) ended below the ELBO of
+            # Pathfinder's Gaussian is run once more, from that Gaussian and at half the rate: on
+            # the S&P 500 volatility posterior the start at the initial point (log volatilities
+            # 6-10 below the posterior's) left the fit 170 posterior sds off, still climbing
+            left = None if budget.grad_evals is None else max((budget.grad_evals - spent) // 10, 20)
+            approx, pf_elbo, pf_spent = pathfinder_start(target, seed, left)
+            spent += pf_spent
+            behind = math.isfinite(pf_elbo) and final < pf_elbo - max(RUNAWAY_NATS, 0.01 * abs(pf_elbo))
+            steps, fit_budget, budget_cut = self._steps(budget, spent)
+            if (fit.status == F.STATUS_NONFINITE or ran_away(final, best) or behind) and steps > 0 and (
+                    fit_budget < 0 or fit_budget >= self.samples):
+                why = (diverged_message(-math.inf if fit.status == F.STATUS_NONFINITE else final, best, "")
+                       if fit.status == F.STATUS_NONFINITE or ran_away(final, best)
+                       else f"diverged: the fit ended at an ELBO of {final:.4g}, below Pathfinder's Gaussian's "
+                            f"{pf_elbo:.4g}; ")
+                retry_message = why + f"started again from Pathfinder's Gaussian ({pf_spent} gradients) at half the rate"
+                fit = self._fit(target, kernel, np.asarray(approx.mean, dtype=float).copy(), _cholesky(approx.cov),
+                                rng, steps, fit_budget, 0.5 * self.rate(d))
+                spent += fit.grad_evals
+                final, best = _final_elbo(fit, self.converge_window), best_window_elbo(fit.traces[:, 0],
+                                                                                    self.converge_window)
         clock.stop()
+        status = fit.status
         if status == F.STATUS_STEPS and budget_cut:
             status = F.STATUS_BUDGET  # the steps were those the budget pays for
-        traces = traces[:done]
-        # the running average of the iterates (the last finite iterate when the fit diverged)
-        mu, chol = FR.unpack(params if status == F.STATUS_NONFINITE else average)
+        traces, done = fit.traces, fit.steps
+        mu, chol = FR.unpack(fit.params)
         with np.errstate(over="ignore", invalid="ignore"):
             cov = chol @ chol.T
         if not np.all(np.isfinite(cov)):
@@ -244,30 +289,35 @@ class FullRankVI(PSISResampled, Method):
         approx = Gaussian.from_cholesky(mu, chol)
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = traces[:, 0]
-        tail = elbo[-min(len(elbo), window):]
+        tail = elbo[-min(len(elbo), self.converge_window):]
         messages, slope_info = fit_messages(elbo, status, self.converge_tol)
+        diverged = status != F.STATUS_NONFINITE and not fit.interrupted and ran_away(final, best)
+        if diverged:
+            messages.insert(0, diverged_message(final, best, "trust its draws less, or start it elsewhere (init_from)"))
+        if retry_message:
+            messages.insert(0, retry_message)
         if start_message:
             messages.insert(0, start_message)
         khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
-        if start_message and start_message.startswith("the ascent found no mode"):
+        if start_message and start_message.startswith(NO_MODE) and not diverged:
             # above 0.5, as DADVI's: at its family's optimum on a funnel q's k-hat can be 0.6
             khat_messages += funnel_message(khat, above=PARETO_K_OK,
                                             converged=not any(m.startswith("not converged") for m in messages))
         result = self.result(
             target, seed, draws, clock,
-            grad_evals=start_grads + n_grad + khat_evals,  # the k-hat check's calls are paid from the budget
-            logp_evals=start_grads + n_grad + khat_evals,
+            grad_evals=spent + khat_evals,  # the k-hat check's calls are paid from the budget
+            logp_evals=spent + khat_evals,
             approximation=approx,
             log_z=float(np.mean(tail)) if len(tail) else None,
             log_z_se=float(np.std(tail) / math.sqrt(len(tail))) if len(tail) > 1 else None,
             stats={name: traces[:, j].copy() for j, name in enumerate(FR.TRACE_NAMES)},
             messages=not_converged_first(messages + khat_messages),
             info={"status": int(status), "steps": int(done), "start_grad_evals": int(start_grads),
-                  "khat_grad_evals": khat_evals,
+                  "khat_grad_evals": khat_evals, "restarted": retry_message is not None,
                   "pareto_k": khat, **slope_info},
         )
-        note_rejected_steps(result, int(rejected))
-        result.interrupted = bool(interrupted or status == F.STATUS_STOPPED)
+        note_rejected_steps(result, fit.rejected)
+        result.interrupted = bool(fit.interrupted or status == F.STATUS_STOPPED)
         if status == F.STATUS_NONFINITE:
             raise VIDivergenceError(
                 f"{self.name}: the loss or a parameter became NaN or infinite at step {done}; the last finite "
@@ -275,3 +325,30 @@ class FullRankVI(PSISResampled, Method):
                 done, result,
             )
         return result
+
+
+NO_MODE = ("the ascent found no mode (on a hierarchical posterior there may be none: log p grows without bound "
+           "as a scale goes to 0)")
+
+
+class Fit(NamedTuple):
+    """One run of the fit's kernel: the parameters it ended with, its traces and counts."""
+
+    params: np.ndarray
+    traces: np.ndarray
+    steps: int
+    grad_evals: int
+    status: int
+    rejected: int
+    interrupted: bool
+
+
+def _final_elbo(fit: Fit, window: int) -> float:
+    """The mean ELBO of the fit's last window (-inf for a fit with no step)."""
+    tail = fit.traces[-min(len(fit.traces), window):, 0] if len(fit.traces) else np.zeros(0)
+    return float(np.mean(tail)) if len(tail) else -math.inf
+
+
+def _cholesky(cov) -> np.ndarray:
+    cov = np.asarray(cov, dtype=float)
+    return np.linalg.cholesky(0.5 * (cov + cov.T))

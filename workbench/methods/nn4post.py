@@ -15,37 +15,33 @@ import numpy as np
 from .. import modes as M
 from ..approximations import GaussianMixture
 from ..density_faults import original
-from ..errors import BudgetTooSmallError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..target import Target
 from ..vi import fit as F
 from ..vi.elbo import GAUGES
-from .base import Method, PaceWatch, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
-from .component_adaptation import ComponentAdapter, softplus_inv, components_from_modes
+from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
+from .component_adaptation import ComponentAdapter
+from .mixture_start import QUIET_STARTS, initial_parameters, mode_search
+from .pathfinder import pathfinder_start
 from .vi_health import (
     DEFAULT_STEPS,
     PSISResampled,
     KHAT_DRAWS,
     VIDivergenceError,
+    best_window_elbo,
+    diverged_message,
     fit_messages,
     funnel_message,
     not_converged_first,
     khat_reserve,
     note_rejected_steps,
     pareto_check,
+    ran_away,
     without_reserve,
 )
 
 INITS = ("modes", "box")
-MAX_SEARCH_STARTS = 2000
-SPARE_WEIGHT_FRACTION = 0.1
-"""Components beyond the modes found start at this fraction of ``c_accuracy``: below it, so the
-component adaptation sees them as free."""
-QUIET_STARTS = 100
-"""Past its share, the mode search stops when its last max(100, n / 2) starts found no new mode."""
-MAX_SEARCH_SHARE = 0.25
-"""The most of the budget the search may take while it keeps finding new modes."""
 
 @dataclass(frozen=True)
 class NN4Post(PSISResampled, Method):
@@ -215,53 +211,6 @@ class NN4Post(PSISResampled, Method):
         if not (self.init_scale > 0 and math.isfinite(self.init_scale)):
             raise ValueError(f"init_scale must be > 0, got {self.init_scale!r}")
 
-    def _initial_parameters(self, target: Target, rng, search: M.ModeSearch | None):
-        """The flat start [a, mu, zeta] and the per-parameter step scales (1 but for the means)."""
-        k, d = self.n_components, target.dim
-        scale_mu = np.ones((k, d))
-        a = np.zeros(k)
-        approx = None if self.init_from is None else getattr(self.init_from, "approximation", self.init_from)
-        if isinstance(approx, dict):  # {"weights", "means", "scales"}: a JSON-able warm start (study specs)
-            approx = GaussianMixture(approx["weights"], approx["means"], approx["scales"])
-        if isinstance(approx, GaussianMixture) and len(approx.weights) == k:
-            # warm start from an earlier fit (or any mixture of the same size, sec. 5)
-            if approx.means.shape != (k, d):
-                raise ValueError(f"init_from: a mixture of shape {approx.means.shape}, expected {(k, d)}")
-            a = np.log(np.maximum(approx.weights, 1e-300))
-            a -= a.mean()
-            mu = np.array(approx.means, dtype=float)
-            zeta = softplus_inv(approx.scales)
-            scale_mu = np.array(approx.scales, dtype=float)
-        elif approx is not None:
-            if np.shape(approx.mean) != (d,):
-                raise ValueError(f"init_from has dimension {np.size(approx.mean)}, the target {target.name!r} has {d}")
-            centre = np.asarray(approx.mean, dtype=float)
-            sd = np.sqrt(np.diag(np.asarray(approx.cov, dtype=float)))
-            mu = centre + (sd * rng.standard_normal((k, d)) if k > 1 else 0.0)
-            zeta = np.tile(softplus_inv(sd), (k, 1))
-            scale_mu = np.tile(sd, (k, 1))
-        elif search is not None:
-            a, mu, sd = components_from_modes(search, k, rng, SPARE_WEIGHT_FRACTION * self.c_accuracy)
-            zeta = softplus_inv(sd)
-            scale_mu = sd
-        else:
-            half = self.init_range if self.init_range is not None else math.sqrt(d)
-            mu = target.initial_point + rng.uniform(-half, half, size=(k, d))
-            zeta = np.full((k, d), float(softplus_inv(self.init_scale)))
-        if self.init_weights is not None:
-            w = np.asarray(self.init_weights, dtype=float).ravel()
-            if w.shape != (k,) or np.any(w <= 0) or not np.all(np.isfinite(w)):
-                raise ValueError(f"init_weights must be {k} positive finite numbers, got {self.init_weights!r}")
-            a = np.log(w / w.sum())
-            a -= a.mean()
-        params = np.ascontiguousarray(np.concatenate([a, mu.ravel(), zeta.ravel()]))
-        if not self._scales_steps():
-            scale_mu = np.ones((k, d))
-        lr_scale = np.ascontiguousarray(np.concatenate([np.ones(k), scale_mu.ravel(), np.ones(k * d)]))
-        if not (np.all(np.isfinite(params)) and np.all(lr_scale > 0) and np.all(np.isfinite(lr_scale))):
-            raise ValueError(f"{self.name}: the initial parameters are not finite (check init_from / init_weights)")
-        return params, lr_scale
-
     def _scales_steps(self) -> bool:
         """``scale_steps`` resolved: by default on for the mode search's start only."""
         if self.scale_steps is not None:
@@ -278,34 +227,6 @@ class NN4Post(PSISResampled, Method):
         if self.init == "modes" and self.init_from is None:
             return min(0.05, math.sqrt(0.2 / dim))
         return 0.05
-
-    def _search(self, target: Target, seed: int, budget: Budget) -> M.ModeSearch | None:
-        """The mode search of init="modes" (None for the other starts)."""
-        if self.init != "modes" or self.init_from is not None:
-            return None
-        d = target.dim
-        needed = M.min_grad_evals(d)
-        if budget.grad_evals is None:
-            # without a budget the search's shares are of what the fit will spend
-            steps = budget.steps if budget.steps is not None else (self.steps or DEFAULT_STEPS)
-            planned = steps * self.n_components * self.samples
-        else:
-            if budget.grad_evals < 2 * needed:
-                raise BudgetTooSmallError(
-                    f"grad_budget={budget.grad_evals} is too small for init='modes' on {target.name!r} (d={d}): "
-                    f"its mode search needs at least {needed} gradient evaluations and the fit as many again; "
-                    f"give grad_budget >= {2 * needed} or init='box'"
-                )
-            planned = budget.grad_evals
-        share = int(self.search_budget * planned)
-        limit = max(needed, share, int(MAX_SEARCH_SHARE * planned))
-        starts = MAX_SEARCH_STARTS if self.search_starts is None else self.search_starts
-        rng = M.search_rng(seed)
-        pace = PaceWatch(f"{self.name}'s mode search on {target.name} (up to {limit:,} gradients, "
-                         f"{MAX_SEARCH_SHARE:.0%} of the run's; it stops sooner once it finds no new modes)",
-                         unit="gradients", advice="give it fewer steps or a budget, or init='box' to skip it")
-        return M.find_modes(target, rng, starts=starts, max_grad_evals=limit, quiet=QUIET_STARTS,
-                            min_search_grad_evals=share, quiet_top=self.n_components, on_progress=pace)
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """The draws, and the fit's vectors of K x d parameters (about a dozen per restart)."""
@@ -329,15 +250,22 @@ class NN4Post(PSISResampled, Method):
         if steps is None and budget.grad_evals is None:
             steps = DEFAULT_STEPS
         clock = RunClock()
-        search = self._search(target, seed, budget)
+        search = mode_search(self, target, seed, budget)
         search_grads = 0 if search is None else search.grad_evals
+        start = None
+        if search is not None and search.fallback:
+            # no mode (a hierarchical posterior): where the ascents stopped is no start; Pathfinder's
+            # best Gaussian along its path lies in the bulk it crossed
+            share = None if budget.grad_evals is None else max(budget.grad_evals // 10, 20)
+            start, _, spent = pathfinder_start(target, seed, share)
+            search_grads += spent
         fit_budget = None if budget.grad_evals is None else (budget.grad_evals - search_grads) // n_fits
         if fit_budget is not None:
             # the learning-rate schedule runs over the steps the budget pays for, not past them
             affordable = max(1, fit_budget // (k * self.samples))
             steps = affordable if steps is None else min(steps, affordable)
         rngs = chain_rngs(seed, self.restarts)
-        starts = [self._initial_parameters(target, rng, search) for rng in rngs]
+        starts = [initial_parameters(self, target, rng, search, start) for rng in rngs]
         params = [p for p, _ in starts]
         kernel = clock.compile(F.fit_kernel, target)
         with clock.compiling():
@@ -406,12 +334,12 @@ class NN4Post(PSISResampled, Method):
                 "failed_starts": search.failed, "saddles": search.saddles, "unconverged": search.unconverged,
                 "log_z": [m.log_z for m in search.modes], "hits": [m.hits for m in search.modes],
             }
-            if search.fallback:
+            if search.fallback and not result.info.get("diverged"):
                 converged = not any(m.startswith("not converged") for m in result.messages)
                 result.messages.extend(funnel_message(result.info["pareto_k"], converged=converged))
                 result.messages.insert(0, "mode search: no ascent converged to a mode (on a hierarchical "
                                           "posterior there may be none: log p grows without bound as a scale "
-                                          "goes to 0); the fit started from the initial point with unit scales")
+                                          "goes to 0); the fit started from Pathfinder's Gaussian")
             result.messages.insert(0, (
                 f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
                 f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")
@@ -470,6 +398,11 @@ class NN4Post(PSISResampled, Method):
         messages, slope_info = fit_messages(elbo, status, self.converge_tol)
         info = {"status": int(status), "steps": len(traces), "params": params.copy(),
                 "draws_per_step": self.n_components * self.samples, **slope_info}
+        final, best = self._final_elbo(traces), best_window_elbo(elbo, self.converge_window)
+        if status != F.STATUS_NONFINITE and len(traces) and ran_away(final, best):
+            info["diverged"] = True
+            messages.insert(0, diverged_message(final, best, "trust its draws less; give a smaller learning_rate "
+                                                              "or another start (init_from)"))
         pooled = draws.reshape(-1, d)
         info["pareto_k"], khat_messages, khat_evals = pareto_check(target, approx, pooled, khat_draws)
         info["khat_grad_evals"] = khat_evals

@@ -253,6 +253,39 @@ def funnel_message(khat: float, above: float = PARETO_K_GOOD, converged: bool = 
     ]
 
 
+# a fit whose ELBO ends this far below its best window's (or its start's), in nats (at least 1% of
+# the ELBO), ran away: it was at a better q and left it (the natural-gradient steps on a centred
+# stochastic-volatility posterior, from a start far from the bulk, went to 54 sds of sigma)
+RUNAWAY_NATS = 10.0
+
+
+def best_window_elbo(elbo: np.ndarray, window: int) -> float:
+    """The highest mean of ELBO estimates over consecutive blocks of ``window`` steps, the last
+    block counted back from the end (-inf for an empty trace). Block by block, not by a running
+    sum: a fit's first ELBOs can be 10^74, and a cumulative sum loses every later digit to them."""
+    e = np.asarray(elbo, dtype=float)
+    e = e[np.isfinite(e)]
+    if len(e) == 0:
+        return -math.inf
+    w = max(1, min(window, len(e)))
+    blocks = e[len(e) % w:].reshape(-1, w)
+    return float(np.max(blocks.mean(axis=1)))
+
+
+def ran_away(final_elbo: float, best_elbo: float) -> bool:
+    """Whether a fit ended far below an ELBO it had (its best window's, or its start's)."""
+    if not math.isfinite(final_elbo):
+        return True
+    return math.isfinite(best_elbo) and final_elbo < best_elbo - max(RUNAWAY_NATS, 0.01 * abs(best_elbo))
+
+
+def diverged_message(final_elbo: float, best_elbo: float, what: str) -> str:
+    if not math.isfinite(final_elbo):
+        return f"diverged: the fit's parameters or ELBO became NaN or infinite; {what}"
+    return (f"diverged: the fit ran away (its ELBO ended at {final_elbo:.4g}, below the {best_elbo:.4g} it had "
+            f"reached); {what}")
+
+
 def not_converged_first(messages: list[str]) -> list[str]:
     """The messages with a 'not converged' warning moved to the front: the first cause measured
     is the one a reader should meet first (k-hat and the funnel follow from it)."""

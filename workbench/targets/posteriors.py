@@ -30,7 +30,7 @@ from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
 from ..target_forms import Generative
-from . import brownian_motion, datasets, latent, noncentered
+from . import brownian_motion, datasets, latent, noncentered, sp500
 from .eight_schools import MU_SD, SIGMA, TAU_SCALE, Y, eight_schools
 from .regression import linear_regression, logistic_regression
 
@@ -172,6 +172,24 @@ def _stochastic_volatility_model():
     return model
 
 
+def _sp500_model():
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    y = sp500.centred_returns()
+    with pm.Model(coords={"day": np.arange(y.size)}) as model:
+        returns = pm.Data("returns", y)
+        b = pm.Beta("persistence_beta", *sp500.BETA_PRIOR)
+        phi = pm.Deterministic("persistence", 2.0 * b - 1.0)
+        mu = pm.Cauchy("mean_log_volatility", 0.0, sp500.MU_SCALE)
+        sigma = pm.HalfCauchy("white_noise_shock_scale", sp500.SIGMA_SCALE)
+        # x_t = mu (1 - phi) + phi x_{t-1} + sigma e_t: an AR(1) with a constant, started stationary
+        x = pm.AR("log_volatility", rho=pt.stack([mu * (1.0 - phi), phi]), sigma=sigma, constant=True,
+                  init_dist=pm.Normal.dist(mu, sigma / pt.sqrt(1.0 - phi**2)), steps=y.size - 1, dims="day")
+        pm.Normal("obs", 0.0, pt.exp(0.5 * x), observed=returns)
+    return model
+
+
 def _brownian_motion_model():
     import pymc as pm
 
@@ -231,6 +249,9 @@ POSTERIORS = {
         "stochastic volatility: 100 AR(1) latent log-volatilities, simulated returns, d = 103",
         lambda: latent.stochastic_volatility().replace(reparametrization=noncentered.sv_reparametrization()),
         _stochastic_volatility_model),
+    "stochastic_volatility_sp500": Posterior(
+        "stochastic volatility of 100 days of S&P 500 returns, centred (Inference Gym's "
+        "StochasticVolatilitySP500Small), d = 103", sp500.stochastic_volatility_sp500, _sp500_model),
     "brownian_motion": Posterior(
         "Brownian motion with unknown scales, the middle 10 of 30 steps unobserved (Inference Gym), d = 32; "
         "exact truth",

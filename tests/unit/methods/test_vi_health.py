@@ -87,3 +87,19 @@ def test_the_elbo_slope_of_an_exactly_flat_tail_is_zero_and_a_noiseless_line_inf
     assert H.elbo_slope(np.full(400, 4.08)) == (0.0, 0.0)
     slope, t = H.elbo_slope(np.arange(400, dtype=float))
     assert slope == pytest.approx(1000.0) and t == math.inf
+
+
+def test_a_fit_that_left_a_better_elbo_ran_away_and_a_rising_one_did_not():
+    from workbench.methods.vi_health import best_window_elbo, ran_away
+
+    rising = np.linspace(-700.0, -600.0, 2000)
+    assert best_window_elbo(rising, 200) == pytest.approx(rising[-200:].mean())
+    assert not ran_away(rising[-200:].mean(), best_window_elbo(rising, 200))
+    fell = np.concatenate([rising, np.full(1000, -900.0)])
+    assert ran_away(-900.0, best_window_elbo(fell, 200))
+    assert ran_away(-np.inf, -600.0)
+    # within the noise (10 nats or 1% of the ELBO) is not a runaway
+    assert not ran_away(-605.0, -600.0)
+    # a first ELBO of 1e74 (a start far out) must not swallow the later digits of a running sum
+    huge = np.concatenate([[-1.2e74], np.full(1999, -3600.0)])
+    assert best_window_elbo(huge, 200) == pytest.approx(-3600.0)

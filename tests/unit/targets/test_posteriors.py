@@ -22,8 +22,9 @@ def test_bundled_posteriors_agree_across_backends(name):
         lp_b, g_b = pymc_form.logp_and_grad(theta)
         offsets.append(lp_a - lp_b)
         np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-9)
-    # the same density up to a constant (both are normalised, so the constant is ~0)
-    assert np.ptp(offsets) < 1e-8 and abs(offsets[0]) < 1e-6
+    # the same density up to a constant (both are normalised, so the constant is ~0; PyMC's Beta
+    # and Cauchy log densities carry constants 4e-6 and 3e-8 off scipy's betaln and log(5 pi))
+    assert np.ptp(offsets) < 1e-8 and abs(offsets[0]) < 1e-5
 
 
 def test_bundled_posteriors_by_name_and_bad_names():
