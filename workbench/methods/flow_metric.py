@@ -56,7 +56,10 @@ PHASE_BUDGET = (0.1, 0.1)
 # Gaussian the flow's 1,000 iterations cost 0.57 of the diagonal metric's ESS per gradient)
 EASY_PER_COORDINATE = 0.1
 FLOW_GAIN = 0.5
-STEP_WARMUP = 0.1
+# an easy posterior's last warmup, after the first phase: the step size alone adapts, from the first
+# phase's step and raised target (``adapted``), under the fit's scales (estimated from every chain's
+# draws: adapting the metric again per chain in a short warmup lost ESS and health)
+EASY_WARMUP = 0.1
 # metric="auto" choosing the low-rank metric: its warmup after the first phase (its estimator
 # needs windows of its own, nutpie's low-rank adaptation takes 800 iterations to our diagonal's 400)
 LOW_RANK_WARMUP = 0.3
@@ -257,18 +260,17 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         fits.append(fit)
         return fit
 
-    def phase(fit, warmup, draws, seed_, share, metric="diag"):
+    def phase(fit, warmup, draws, seed_, share, metric="diag", start=None):
         """A run of the sampler on the transformed density (or, if the fit is no better than the
-        diagonal metric, on the target itself) from the chains' last draws; (result, draws in x)."""
+        diagonal metric, on the target itself) from the chains' last draws; (result, draws in x).
+        ``start``: the diagonal metric's starting variances and step size on the target itself."""
         nonlocal spent, compile_seconds
-        if metric == "identity" or (not fit.better_than_diagonal and metric == "diag"):
-            # the target itself: with the diagonal metric, or (metric "identity", a fit with no
-            # layers) with the fit's scales as a fixed metric, which is NUTS in z = (x - m) / sigma
-            # with no second kernel to compile (MAMS, whose preconditioner is diagonal, starts its own
-            # at the fit's scales and keeps them)
+        if start is not None or (not fit.better_than_diagonal and metric == "diag"):
+            # the target itself: with the diagonal metric, from ``start`` when given (MAMS, whose
+            # preconditioner is diagonal, starts its own at the fit's scales and keeps them)
             run_ = dataclasses.replace(method, warmup=warmup, draws=draws, init=last_x,
-                                       metric="diag" if _diagonal_only(method) else metric,
-                                       inv_metric=fit.flow.sigma ** 2 if metric == "identity" else None)
+                                       metric="diag" if start is None or _diagonal_only(method) else "identity",
+                                       **(start or {}))
             res = run_.run(target, seed=seed_, grad_budget=_phase_budget(budget, share, spent))
             spent += res.cost.grad_evals
             compile_seconds += res.cost.compile_seconds
@@ -296,7 +298,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, spent, compile_seconds,
-                             training, started, iterations(LOW_RANK_WARMUP), notes, warm, x_all)
+                             training, started, iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
     if not easy:
         for k in range(REFITS):
             res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
@@ -313,8 +315,11 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
         # chain), as the scaling of a flow with no layers; warmup adapts the step size only
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
-        final, warm_x, final_x, t_z = phase(diagonal, iterations(STEP_WARMUP), n_draws, seeds[REFITS + 1], None,
-                                            metric="identity")
+        start = {"inv_metric": fit.flow.sigma ** 2}
+        if not _diagonal_only(method):
+            start = {**adapted(run, same_metric=True), **start}
+        final, warm_x, final_x, t_z = phase(diagonal, iterations(EASY_WARMUP), n_draws, seeds[REFITS + 1], None,
+                                            start=start)
     else:  # the last phase has what the others left of a budget
         final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
     warm.append(warm_x)
@@ -384,17 +389,41 @@ def _stopped(method, target, seed, run, warm, spent, compile_seconds, started, p
                                    *[m for m in run.messages if not m.startswith("interrupted")]])
 
 
+def adapted(run: Result, same_metric: bool = False) -> dict:
+    """What a phase's warmup adapted, for the next phase to start from where the chains are: the
+    diagonal metric each chain ended with and their median step size (a phase started from the
+    identity metric and a fresh step-size search sent its first proposals far out: on a regression
+    whose coefficients' scales span orders of magnitude, to where the density underflowed). With
+    ``same_metric`` (the next phase samples with the same diagonal metric), the target acceptance
+    its divergences raised too (``NUTS(adapt_target=True)``): a short last warmup has no time to
+    learn it again (non-centred eight schools: 18 of 20 seeds pass posteriordb's standard with it,
+    8 of 20 without). Under another metric the divergences of the diagonal one do not carry over
+    (the diabetes regression's low-rank phase lost half its ESS per gradient at the raised target)."""
+    out = {}
+    inv_mass = run.info.get("inv_mass")
+    if inv_mass is not None and np.all(np.isfinite(inv_mass)) and np.all(np.asarray(inv_mass) > 0):
+        out["inv_metric"] = np.asarray(inv_mass, dtype=float)
+    steps = [s for s in run.info.get("step_size", []) if math.isfinite(s) and s > 0]
+    if steps:
+        out["step_size"] = float(np.median(steps))
+    raised = run.info.get("target_accept_raised_to") if same_metric else None
+    if raised:
+        out["target_accept"] = float(max(raised))
+    return out
+
+
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, spent, compile_seconds, training, started,
-                  warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray) -> Result:
+                  warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray, start: dict | None = None) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
-    draws, its own warmup after the first phase's. A sampler without one (MAMS, whose
+    draws, its own warmup after the first phase's, starting from the first phase's diagonal metric
+    and step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
     preconditioner is diagonal) samples the posterior whitened by the covariance of the first
     phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
     n_draws = budget.draws if budget.draws is not None else method.draws
     left = _phase_budget(budget, None, spent)
     if not _diagonal_only(method):
-        final = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x, draws=n_draws).run(
-            target, seed=run_seed, grad_budget=left)
+        final = dataclasses.replace(method, metric="low_rank", warmup=warmup, init=last_x, draws=n_draws,
+                                    **(start or {})).run(target, seed=run_seed, grad_budget=left)
         draws, final_warm, chosen, what = final.draws, final.warmup_draws, "low_rank", "the low-rank metric"
     else:
         mean, chol = dense_factor(first_draws)
