@@ -289,3 +289,16 @@ def regression_logp_grad_batch(theta, grad_out, data, rows, scale):
     grad_out[0] = -theta[0] + scale * g0
     grad_out[1] = -theta[1] + scale * g1
     return lp + scale * ll
+
+
+@numba.njit
+def overflows_to_plus_infinity_far_out(theta, grad_out, data):
+    """A standard normal whose log density is +inf past |theta_0| = 3, as a density whose terms
+    overflow far out returns (PyMC's LKJ Cholesky covariance at a wide proposal's draws)."""
+    lp = 0.0
+    for i in range(theta.size):
+        grad_out[i] = -theta[i]
+        lp -= 0.5 * theta[i] ** 2
+    if abs(theta[0]) > 3.0:
+        return math.inf
+    return lp

@@ -74,3 +74,19 @@ def test_the_mini_batch_form_divides_by_an_underflowed_scale_and_is_rejected_too
     assert repr(faults.first_exception) == "ZeroDivisionError('division by zero')"
     with pytest.raises(ZeroDivisionError, match="^division by zero$"):
         t.logp_and_grad_batch(np.array([0.0, -400.0]), rows, 20.0)
+
+
+def test_a_log_density_of_plus_infinity_is_a_fault_like_nan_for_importance_sampling_and_nuts():
+    """+inf is an overflow, not a density: importance sampling gives those draws weight zero
+    (it once blamed the proposal and stopped), and NUTS does not settle there (an accepted +inf
+    point would hold a chain forever); both say where the density failed."""
+    target = wb.Target.from_numba(uf.overflows_to_plus_infinity_far_out, dim=2, name="overflows")
+    g = np.zeros(2)
+    assert math.isnan(target.kernel_logp_grad(np.array([4.0, 0.0]), g, target.kernel_data))
+    with pytest.warns(RuntimeWarning, match="NaN density"):
+        res = wb.methods.ImportanceSampling(progress=False).run(target, seed=0, grad_budget=4000)
+    assert any(m.startswith("NaN density") and "+inf" in m for m in res.messages), res.messages
+    assert np.all(np.abs(res.flat_draws()[:, 0][res.weights() > 0]) <= 3.0)
+    with pytest.warns(RuntimeWarning, match="NaN density"):
+        nuts = wb.methods.NUTS(progress=False).run(target, seed=0, grad_budget=20_000)
+    assert np.abs(nuts.flat_draws()[:, 0]).max() <= 3.0

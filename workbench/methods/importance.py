@@ -74,7 +74,7 @@ class LogRatios(NamedTuple):
 
     def nan_message(self) -> str:
         n = int(self.evaluated.sum())
-        return (f"NaN density: the target's log density was NaN at {self.n_nan} of {n} draws; they get "
+        return (f"NaN density: the target's log density was NaN (or +inf, an overflow) at {self.n_nan} of {n} draws; they get "
                 "weight zero (NaN is a fault of the density, not the edge of its support: check where it fails)")
 
 
