@@ -172,8 +172,10 @@ def test_every_budget_buys_draws_and_none_is_overspent(target, metric):
 @pytest.mark.slow
 @pytest.mark.parametrize("target", [wb.targets.bnn(), wb.targets.funnel(10)], ids=["bnn", "funnel10"])
 def test_a_budget_of_10_5_buys_200_draws_per_chain(target):
+    """200 draws a chain at 25,000 gradients a chain (hmc.budget_limits), of what the search for
+    peaks before the chains start (at most 5% of the budget: methods/peaks.py) leaves: 190."""
     res = wb.methods.NUTS().run(target, seed=0, grad_budget=100_000)
-    assert res.draws.shape[1] >= 200 and res.cost.grad_evals <= 100_000
+    assert res.draws.shape[1] >= 190 and res.cost.grad_evals <= 100_000
 
 
 @pytest.mark.slow

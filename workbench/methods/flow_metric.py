@@ -39,6 +39,7 @@ from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..target import Target
 from .base import blas_controller
+from .peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks, unvisited_message
 from .sampling import PhasedClock, deferred_chain_health
 
 REFITS = 3
@@ -160,6 +161,7 @@ class PhaseNotes:
         self.first: list[str] = []
         self.info: dict = {}
         self.faults: list[str] = []
+        self.peaks = None  # the mode search the chains started from (peaks.py)
 
     @classmethod
     def of_first(cls, run: Result) -> PhaseNotes:
@@ -225,15 +227,26 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     fits: list[FlowFit] = []
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
 
+    # chains start apart where the posterior has several peaks (peaks.py), the search paid
+    # from the whole run's budget, not the first phase's share of it
+    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None else None
+    init = method.init
+    if several_peaks(search):
+        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 0x57A7]).spawn(method.chains)]
+        init = starts_at_peaks(target, search, rngs)
+        spent += method.chains
+    spent += search.grad_evals if search is not None else 0
     first = dataclasses.replace(method, metric="diag", warmup=iterations(FIRST_PHASE[0]),
-                                draws=iterations(FIRST_PHASE[1]))
-    run = first.run(target, seed=seeds[0], grad_budget=_phase_budget(budget, PHASE_BUDGET[0]))
+                                draws=iterations(FIRST_PHASE[1]), init=init)
+    with searched():  # the first phase starts as a plain run would, with no search of its own
+        run = first.run(target, seed=seeds[0], grad_budget=_phase_budget(budget, PHASE_BUDGET[0]))
     spent += run.cost.grad_evals
     compile_seconds += run.cost.compile_seconds
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
     last_x = target.initial_point[None].repeat(method.chains, 0)
     warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)
     notes = PhaseNotes.of_first(run)
+    notes.peaks = search
 
     def learn(draws_x):
         """Add draws (chains, n, d) in x and their gradients to the training set."""
@@ -373,9 +386,10 @@ def _phased_result(method, target, seed, final: Result, draws, started, compile_
     final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
     result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, compile_seconds),
                            grad_evals=grad_evals, warmup_grad_evals=warmup_grad_evals, stats=final.stats,
-                           messages=[*notes.first, *messages, *notes.faults, *final_messages], info=info,
+                           messages=[*notes.first, *messages, *notes.faults, *final_messages,
+                                     *unvisited_message(notes.peaks, draws)], info=info,
                            warmup_draws=_joined(warm), interrupted=final.interrupted)
-    result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None)))
+    result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None), target.identified))
     return result
 
 

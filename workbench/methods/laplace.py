@@ -29,6 +29,8 @@ from ..errors import WorkbenchError
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int
+from .peaks import approximation_peaks, search_limit
+from .vi_health import KHAT_DRAWS, pareto_check
 
 
 class LaplaceError(WorkbenchError, ValueError):
@@ -148,12 +150,21 @@ class Laplace(Method):
         if interrupted:
             messages.insert(0, f"interrupted by Ctrl-C: the Gaussian at the best point found by then "
                                f"({len(optima)} of {len(starts)} starts)")
+        info = {"mode": mode, "logp_mode": logp_mode, "hessian": hess, "optima": optima}
+        if not interrupted:
+            # its own health, as a VI fit's: k-hat of q against the target (a funnel's mode is no
+            # centre: 6 sds off on the 5-d funnel), and the peaks q's draws miss
+            info["pareto_k"], khat_messages, khat_evals = pareto_check(target, approx, draws[0], KHAT_DRAWS)
+            peak_messages, peak_evals = approximation_peaks(target, draws, seed, search_limit(target, budget))
+            messages += khat_messages + peak_messages
+            n_grad += khat_evals + peak_evals
+            info.update(khat_grad_evals=khat_evals, peaks_grad_evals=peak_evals)
         return self.result(
             target, seed, draws, clock, grad_evals=n_grad,
             approximation=approx,
             log_z=log_z,
             messages=messages,
-            info={"mode": mode, "logp_mode": logp_mode, "hessian": hess, "optima": optima},
+            info=info,
             interrupted=interrupted,
         )
 

@@ -389,5 +389,5 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
                            warmup_grad_evals=r1.cost.grad_evals + r2.cost.warmup_grad_evals, stats=r2.stats,
                            messages=[message, *[m for m in r2.messages if not m.startswith("started from")]],
                            info=info, interrupted=bool(r1.interrupted or r2.interrupted))
-    result.defer_health(deferred_chain_health(draws, r2.stats))
+    result.defer_health(deferred_chain_health(draws, r2.stats, identified=target.identified))
     return result

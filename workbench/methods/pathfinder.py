@@ -19,6 +19,7 @@ from ..target import Target
 from ..vi import pathfinder as P
 from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
 from .importance import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
+from .peaks import approximation_peaks, search_limit
 from .vi_health import PARETO_K_GOOD, mean_shift_message, outside_support_message, weighted_mean_shift
 from .sampling import initial_points
 
@@ -265,6 +266,14 @@ class Pathfinder(Method):
                 "(its tails are too light, the paths found different modes, or the posterior is a funnel); "
                 "trust the draws less"
             )
+        # the peaks the draws miss (peaks.py): Pathfinder's paths follow one ascent each
+        limit = search_limit(target, budget)
+        if budget.grad_evals is not None and limit is not None:
+            limit = min(limit, max(budget.grad_evals - spent - diagnostic_evals, 0))
+        peak_messages, peak_evals = ([], 0) if interrupted else approximation_peaks(target, draws[None], seed, limit)
+        messages += peak_messages
+        spent += peak_evals
+        info["peaks_grad_evals"] = peak_evals
         trace = np.array(outputs[best]["elbo_trace"], dtype=float)
         return self.result(
             target, seed, draws[None], clock,

@@ -30,6 +30,7 @@ from ..jit import C_EVALS, C_PROGRESS, C_WARMUP_EVALS, N_CHAIN_CONTROLS
 from ..result import Budget, Result
 from ..target import Target
 from .base import Method, RunClock, chain_rngs, check_positive_int, per_task_budget, run_in_threads
+from .peaks import peaks_for_starts, several_peaks, starts_at_peaks, unvisited_message
 
 
 class StartingPoints(NamedTuple):
@@ -111,6 +112,7 @@ class Chains:
     n_draws: int
     inv_mass: np.ndarray | None = None  # a starting metric, when the start gives one
     start_grad_evals: int = 0  # gradients spent finding the starting points
+    peaks: Any = None  # the mode search before the chains started (peaks.py), if one was made
 
     @property
     def n_total(self) -> int:
@@ -210,7 +212,7 @@ class Chains:
             del stat_names[k]
             if n_nan:
                 messages.append(
-                    f"NaN density: the target's log density was NaN at {n_nan} of {int(done.sum())} proposals "
+                    f"NaN density: the target's log density was NaN (or +inf, an overflow) at {n_nan} of {int(done.sum())} proposals "
                     "(rejected as if -inf, but NaN is a fault of the density, not the edge of its support: "
                     "check where it fails)"
                 )
@@ -225,6 +227,7 @@ class Chains:
             )
         if (done.max() - done.min()) > 0 and kept > 0:
             messages.append(f"chains cut to the shortest one's {kept} draws")
+        messages += unvisited_message(self.peaks, draws[:, n_warmup: n_warmup + kept])
         window = slice(n_warmup, n_warmup + kept)
         stat_dict = {
             name: (stats[:, window, k] != 0) if name == "diverging" else stats[:, window, k]
@@ -244,11 +247,14 @@ class Chains:
             stats=stat_dict,
             warmup_draws=draws[:, : min(n_warmup, int(done.min()))].copy(),
             messages=messages,
-            info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(), **(info or {})},
+            info={"iterations_per_chain": done.tolist(), "grad_evals_per_chain": run.evals.tolist(),
+                  **({"peaks": {"found": len(self.peaks.modes), "grad_evals": self.peaks.grad_evals}}
+                     if self.peaks is not None else {}), **(info or {})},
             interrupted=bool(run.interrupted),
         )
         # ArviZ's diagnostics, deferred until the result's messages or info are read
-        result.defer_health(deferred_chain_health(kept_draws, stat_dict, getattr(self.method, "max_depth", None)))
+        result.defer_health(deferred_chain_health(kept_draws, stat_dict, getattr(self.method, "max_depth", None),
+                                                  self.target.identified))
         return result
 
 
@@ -327,17 +333,26 @@ class ChainSampler(Method):
                 f"an array (chains, {target.dim})" + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
             )
         chains = start_chains(self, kernel, target, seed, budget)
-        chains.x0, spent = initial_points(target, chains.rngs, self.init, self.init_jitter)
-        chains.start_grad_evals = spent  # paid from the budget (grad_budget_per_chain)
+        search = peaks_for_starts(target, seed, budget, self.chains) if self.init is None else None
+        if several_peaks(search):  # chains start apart, one per peak (peaks.py)
+            chains.x0, spent = starts_at_peaks(target, search, chains.rngs), len(chains.rngs)
+        else:
+            chains.x0, spent = initial_points(target, chains.rngs, self.init, self.init_jitter)
+        chains.peaks = search
+        # paid from the budget (grad_budget_per_chain)
+        chains.start_grad_evals = spent + (search.grad_evals if search is not None else 0)
         return chains
 
 
-def deferred_chain_health(draws, stats, max_depth=None) -> Callable:
+def deferred_chain_health(draws, stats, max_depth=None, identified=None) -> Callable:
     """ArviZ's diagnostics of a run's draws (chains, draws, d), computed when the result's
-    messages or info are first read (``Result.defer_health``)."""
+    messages or info are first read (``Result.defer_health``); on the target's ``identified``
+    quantities where it has them (a BNN's outputs: its chains sit in equivalent labelings of its
+    weights, and R-hat on the weights fails however well each chain samples)."""
 
     def health():
-        diagnostics = chain_diagnostics(draws, stats, max_depth)
+        quantities = draws if identified is None or draws.shape[1] == 0 else identified(draws)
+        diagnostics = chain_diagnostics(quantities, stats, max_depth)
         return {"diagnostics": diagnostics._asdict()}, health_messages(diagnostics)
 
     return health

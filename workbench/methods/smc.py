@@ -19,6 +19,7 @@ from ..errors import BudgetTooSmallError, WorkbenchError
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..smc import budget as B
+from ..smc import health as H
 from ..smc import mutation as M
 from ..smc import tempering as T
 from ..smc.reference import GaussianReference, as_reference, check_reference, diagonal_gaussian
@@ -224,6 +225,7 @@ class SMC(Method):
         log_w = np.full(n, -math.log(n))
         beta, log_z = 0.0, 0.0
         eve, resamplings = np.arange(n), 0  # each particle's ancestor at the start, for the variance of Z
+        distinct = n  # the distinct particles the last resampling kept
         step = _START_STEP[self.kernel](d)
         settings = M.mutation_settings(kind=M.KERNELS[self.kernel], n_leapfrog=self.n_leapfrog, mcmc_steps=1,
                                        step=step, jitter=self.jitter)
@@ -255,6 +257,7 @@ class SMC(Method):
             resampled = ess < self.resample_threshold
             if resampled:
                 idx = resample(log_w, n, rng, "systematic")
+                distinct = int(np.unique(idx).size)
                 x, grads, lp, lp0, eve = x[idx], grads[idx], lp[idx], lp0[idx], eve[idx]
                 resamplings += 1
                 log_w = np.full(n, -math.log(n))
@@ -271,6 +274,7 @@ class SMC(Method):
                 stages[key].append(value)
             control[C_PROGRESS] = int(_PROGRESS_UNITS * beta)
         return {"x": x, "log_w": log_w, "log_z": log_z, "stages": stages, "jumped": jumped,
+                "distinct": distinct, "ancestors": int(np.unique(eve).size),
                 "relative_variance": eve_relative_variance(eve, log_w, resamplings),
                 "interrupted": interrupted, "grad_evals": int(counts[M.C_GRADS]),
                 "proposals": int(counts[M.C_PROPOSALS]), "nan_evals": int(counts[M.C_NAN]), "nan_start": nan_start}
@@ -368,12 +372,19 @@ class SMC(Method):
         stats = {key: np.concatenate([np.asarray(o["stages"][key], dtype=float) for o in outputs])
                  for key in outputs[0]["stages"]}
         stats["run"] = np.concatenate([np.full(len(o["stages"]["beta"]), r, dtype=float) for r, o in enumerate(outputs)])
-        messages = ([sizing_message] if sizing_message else []) + _messages(outputs, interrupted, self.runs)
+        messages = ([sizing_message] if sizing_message else []) + H.run_messages(outputs, interrupted, self.runs)
+        # its own health: too few particles, and independent runs that disagree (smc/health.py)
+        messages += H.few_particles_message(particles, target.dim)
+        quantities = target.identified if target.identified is not None else (lambda x: x)
+        names = target.identified.names if target.identified is not None else target.param_names
+        chi = H.runs_disagreement([quantities(o["x"]) for o in outputs], [o["log_w"] for o in outputs])
+        messages += H.disagreement_message(chi, names) + H.stuck_moves_message(outputs)
         spent = reference_evals + pilot_evals + sum(o["grad_evals"] for o in outputs)
         runs_info = [{"log_z": o["log_z"], "stages": len(o["stages"]["beta"]), "grad_evals": o["grad_evals"],
                       "jumped_to_end": o["jumped"], "nan_evals": o["nan_evals"],
                       "relative_variance": o["relative_variance"],
-                      "final_ess": o["stages"]["ess"][-1]} for o in outputs]
+                      "final_ess": o["stages"]["ess"][-1], "distinct_particles": o["distinct"],
+                      "ancestors": o["ancestors"]} for o in outputs]
         return self.result(
             target, seed, draws[None], clock,
             grad_evals=spent,
@@ -382,7 +393,7 @@ class SMC(Method):
             messages=messages,
             info={"runs": runs_info, "log_z_runs": log_zs, "reference": ref.description,
                   "reference_grad_evals": reference_evals, "log_z_se_parts": se_parts,
-                  "particles": particles, "pilot_grad_evals": pilot_evals,
+                  "particles": particles, "pilot_grad_evals": pilot_evals, "runs_disagreement": chi,
                   "stages": [len(o["stages"]["beta"]) for o in outputs]},
             interrupted=bool(interrupted or any(o["interrupted"] for o in outputs)),
         )
@@ -479,23 +490,3 @@ def _particle_metric(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray,
 
 
 DIAGONAL_METRIC = np.zeros((1, 1))
-
-
-def _messages(outputs: list[dict], interrupted: bool, runs: int) -> list[str]:
-    messages = []
-    if interrupted or any(o["interrupted"] for o in outputs):
-        messages.append("interrupted: each run finished by reweighting to b = 1 from where it stopped")
-    jumped = [r for r, o in enumerate(outputs) if o["jumped"] and not o["interrupted"]]
-    if jumped:
-        at = ", ".join(f"run {r}: from b = {outputs[r]['stages']['beta'][-2] if len(outputs[r]['stages']['beta']) > 1 else 0:.3g}"
-                       f" (ESS {outputs[r]['stages']['ess'][-1]:.2g})" for r in jumped)
-        messages.append(f"ladder incomplete: the gradient budget ran out before b = 1; the last step was an importance "
-                        f"step ({at}): log Z and the draws are less reliable")
-    nan = sum(o["nan_evals"] for o in outputs)
-    if nan:
-        start = sum(o["nan_start"] for o in outputs)
-        messages.append(f"the density was NaN at {nan} evaluations ({start} of the starting particles, given weight "
-                        f"zero; the rest were rejected moves)")
-    if runs == 1:
-        messages.append("one run: log Z has no standard error (use runs >= 2)")
-    return messages

@@ -63,6 +63,7 @@ def test_analytic_hessians_match_differences_of_the_gradient(target):
     plain = target.replace(hessian=None)
     a, b = wb.methods.Laplace().run(target, seed=0), wb.methods.Laplace().run(plain, seed=0)
     np.testing.assert_allclose(a.approximation.cov, b.approximation.cov, rtol=1e-5, atol=1e-10)
-    assert a.cost.grad_evals == b.cost.grad_evals - 2 * target.dim
+    # (the search for other peaks after the fit uses the Hessian too: its cost is apart)
+    assert a.cost.grad_evals - a.info["peaks_grad_evals"] == b.cost.grad_evals - b.info["peaks_grad_evals"] - 2 * target.dim
 
 

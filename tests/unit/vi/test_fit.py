@@ -3,6 +3,7 @@
 import numpy as np
 
 import workbench as wb
+from workbench.methods.mixture_start import initial_parameters
 from workbench.vi import fit as F
 
 
@@ -14,7 +15,7 @@ def test_a_fit_run_in_segments_is_the_same_fit():
     out = []
     for segments in ([(0, 300)], [(0, 100), (100, 250), (250, 300)]):
         rng = np.random.default_rng(5)
-        params, lr_scale = method._initial_parameters(t, np.random.default_rng(1), None)
+        params, lr_scale = initial_parameters(method, t, np.random.default_rng(1), None)
         settings = F.fit_settings(k=2, steps=300, samples=10, exact=1, grad_budget=-1, window=50, patience=2,
                                   lr=0.05, lr_final=0.1, r=1.0, tol=1e-4, beta1=0.9, beta2=0.999, adam_eps=1e-8)
         state, traces = F.new_state(params.size), np.zeros((300, len(F.TRACE_NAMES)))
