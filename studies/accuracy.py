@@ -21,7 +21,7 @@ from workbench.study import Cell, Figure, Page, Study, main_for, target_label
 from workbench.study import figures as F
 from workbench.study.panel import CHAINS, FLOW_NUTS, flow_nuts, method_panel
 from workbench.targets.specs import build_target
-from workbench.study.verdict import verdict_headline
+from workbench.study.verdict import health_audit_text, verdict_headline
 
 TARGETS = [
     ("gaussian d=10", {"factory": "gaussian", "dim": 10, "scales": "logspace"}),
@@ -256,8 +256,13 @@ def report(run, folder) -> Page:
                "the evidence study (studies/evidence.py) compares them against cost.",
                "The health column lists the checks a cell failed (ArviZ's diagnostics, `workbench/diagnostics.py`): "
                "R-hat > 1.01, bulk or tail ESS < 100 per chain, divergences, tree depth saturated on > 1% of draws, "
-               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged; for SMC a ladder the budget cut short (ladder incomplete). "
-               "An unhealthy cell's error is what that run gave, but it would not have been trusted in practice.",
+               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged; "
+               "for SMC a ladder the budget cut short (ladder incomplete), too few particles for the dimension, or "
+               "independent runs that disagree beyond their errors; for every method, peaks a mode search found that "
+               "the draws never came near (a sampler's chains start at the peaks it finds, so chains stuck in "
+               "different ones raise R-hat). An unhealthy cell's error is what that run gave, but it would not have "
+               "been trusted in practice.",
+               health_audit_text(table),
                *_target_notes(run, table)],
     )
 

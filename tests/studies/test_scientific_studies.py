@@ -204,7 +204,7 @@ def test_the_full_mixture_vi_grid_runs_no_full_covariance_method_at_n_d_10000():
     assert not any("covariance" in c.method for c in small)
 
 
-SMOKE_STUDIES = ("accuracy", "frontier")
+SMOKE_STUDIES = ("frontier",)
 STUDIES = list(available_studies())
 
 
@@ -235,6 +235,23 @@ def test_the_quick_report_renders(quick_study, name):
         perf = pd.read_csv(run.out / "quick" / "performance" / "table.csv")
         assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
         assert (perf["overhead"].dropna() > 0.5).all()
+
+
+@pytest.mark.slow
+def test_the_quick_accuracy_grid_flags_its_large_errors_and_says_how_many(quick_study):
+    """Every method's own diagnostics against the errors they are meant to warn of, on the quick
+    grid: a run whose worst mean is more than half a posterior sd off must not read "ok" (SMC at
+    small budgets and every gradient sampler stuck in one of a mixture's peaks did, 11 of 81),
+    and the page says how many were flagged. Flags the study adds from the truth do not count."""
+    from workbench.study.verdict import health_audit
+
+    run, page = quick_study("accuracy")
+    audit = health_audit(run.table)
+    assert audit["large"] > 40
+    # measured: 82 of 83; the one left, NN4Post at 10^4 on the 3-peak mixture, misses its heaviest
+    # peak, which neither its mode search nor the check's found (a search finds it 3-7 times in 10)
+    assert audit["large_flagged"] >= audit["large"] - 1, audit["silent"]
+    assert f"large errors flagged: {audit['large_flagged']} of {audit['large']}" in page.read_text()
 
 
 def test_the_mixture_vi_finding_scores_a_target_without_modes_by_its_sliced_wasserstein():

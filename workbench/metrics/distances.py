@@ -40,3 +40,21 @@ def total_variation(grid: np.ndarray, p: np.ndarray, q: np.ndarray) -> float:
     """0.5 * integral |p - q| over the grid (trapezoid rule): 0 = equal, 1 = disjoint. Capped
     at 1: a spike narrower than the grid spacing can make the rule overshoot."""
     return float(min(1.0, 0.5 * trapezoid(np.abs(p - q), grid)))
+
+
+def noise_floor_w1(draws: np.ndarray, n: int = 4000, seed: int = 0) -> float:
+    """The mean marginal Wasserstein-1 distance (in the draws' sds) that ``n`` independent draws
+    of a posterior lie from it by chance: what the best possible method scores at that draw
+    count, estimated from reference draws (m, d) alone. Two disjoint halves of them (at most n
+    each) are a distance sqrt(2) times one's from the posterior apart, and that distance falls as
+    1 / sqrt(size): W1(A, B) / sqrt(2) x sqrt(size / n). Exact i.i.d. draws give it directly
+    where a truth exists; this is the floor where only a reference does."""
+    x = np.asarray(draws, dtype=float).reshape(-1, np.shape(draws)[-1])
+    half = min(n, len(x) // 2)
+    if half < 10:
+        return float("nan")
+    idx = np.random.default_rng([seed, 0xF100]).permutation(len(x))
+    a, b = x[idx[:half]], x[idx[half: 2 * half]]
+    sd = x.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return float(np.mean(wasserstein_per_marginal(a, b) / sd) / np.sqrt(2.0) * np.sqrt(half / n))

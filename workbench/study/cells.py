@@ -117,6 +117,8 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
     try:
         target = build_target(cell.target)
         method = build_method(cell.method)
+        # (a run's warnings are its messages, the table's health column: the executors silence
+        # them, study/executors.py, rather than this function, which threads may run at once)
         result = method.run(target, seed=cell.seed, grad_budget=cell.grad_budget)
         if result.interrupted:  # Ctrl-C: a partial run is not the cell's answer, and must not be cached
             raise KeyboardInterrupt
@@ -137,6 +139,8 @@ def run_cell(cell: Cell, reference: np.ndarray | None = None) -> dict:
             extra = dict(metrics.study_metric(cell.extra)(result, target, reference))
             extra_arrays = extra.pop("_arrays", {})
             row.update(extra)
+        if result.info.get("metric_chosen"):  # what metric="auto" (or "flow") ran in the end
+            row["metric_chosen"] = str(result.info["metric_chosen"])
         messages = list(result.messages) + ([row["fit_warning"]] if isinstance(row.get("fit_warning"), str) else [])
         row["messages"] = " | ".join(messages)
         row["health"] = health_flags(messages)

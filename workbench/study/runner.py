@@ -28,6 +28,7 @@ import pandas as pd
 from ..cache import CellCache, code_version, spec_hash
 from ..jit import compile_kernels, kernel_groups
 from ..mcmc import timing  # noqa: F401  (its kernel is compiled up front with the methods')
+from ..metrics.distances import noise_floor_w1
 from ..references import (DEFAULT_REFERENCE, REFERENCE_RUNS, reference_key, references_cache, save_reference,
                           shipped_reference)
 
@@ -290,11 +291,23 @@ def run_study(
             for i, outcome in ex.run(jobs):
                 cell_done(i, outcome)
             bar.close()
+    floors = {}
     for s, k in ref_keys.items():
         entry = ref_cache.get(k)
         if entry is not None:
             references[target_label(json.loads(s))] = entry["info"]
+            draws = ref_cache.arrays(k).get("draws")
+            if draws is not None:  # what 4,000 draws of the reference itself score (metrics/distances.py)
+                floors[s] = noise_floor_w1(draws)
     table = write_table()
+    if "target" in table and len(table):
+        # the noise floor of the score at 4,000 draws: exact i.i.d. draws where a truth exists,
+        # else the reference against itself (study/verdict.py reads it)
+        exact = table[(table["method"] == "Exact") & (table["status"] == "ok")].groupby("target")["w1_mean"].median() \
+            if "w1_mean" in table else pd.Series(dtype=float)
+        spec_of = {c.labels.get("target", target_label(c.target)): json.dumps(c.target, sort_keys=True) for c in cells}
+        table["noise_floor"] = table["target"].map(lambda t: exact.get(t, floors.get(spec_of.get(t), np.nan)))
+        table.to_csv(table_path, index=False)
     failed = int(table["status"].isin(["error", "failed"]).sum())  # "missing" is not a failure
     return StudyRun(
         study=study,
