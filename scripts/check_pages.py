@@ -4,8 +4,9 @@
 
 For every ``index.html`` under the folder (the index, each study's page, ``workbench compare``
 pages), at each window width: the page must not scroll sideways, every figure must lie within
-the window, and every table must either fit or sit in its own horizontally scrolling box
-that does. The page is loaded with a small script appended (in a temporary copy, beside the
+the window, every table must either fit or sit in its own horizontally scrolling box
+that does, and a column the page's text names (its health column, say) must show without
+scrolling that box. The page is loaded with a small script appended (in a temporary copy, beside the
 original so its images load) that measures the laid-out page; Chromium's ``--dump-dom`` prints
 the result. Exit status 1 when a page fails, with what and where.
 """
@@ -38,6 +39,17 @@ window.addEventListener('load', () => {
     if (r.right > width + 1) bad.push(`table "${describe(table.querySelector('th') || table)}" runs off the window (right edge ${Math.round(r.right)} px)`);
     if (!box && table.getBoundingClientRect().width > table.parentElement.getBoundingClientRect().width + 1)
       bad.push(`table "${describe(table.querySelector('th') || table)}" is wider than its column and has no scroll box`);
+  });
+  // a column the page's text names must show without scrolling its table's box sideways
+  const prose = Array.from(document.querySelectorAll('p, li')).filter((el) => !el.closest('table'))
+    .map((el) => el.textContent.toLowerCase()).join(' ');
+  document.querySelectorAll('.scroll').forEach((box) => {
+    const edge = box.getBoundingClientRect().right;
+    box.querySelectorAll('th').forEach((th) => {
+      const name = th.textContent.trim().toLowerCase();
+      if (name.length >= 4 && th.getBoundingClientRect().right > edge + 1 && prose.includes(name))
+        bad.push(`column "${name}", which the text refers to, is hidden until its table is scrolled sideways`);
+    });
   });
   const out = document.createElement('pre');
   out.id = 'page-fit-check';

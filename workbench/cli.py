@@ -1,7 +1,7 @@
 """The ``workbench`` command (also ``python -m workbench``).
 
     workbench list                                  targets, methods and studies
-    workbench study NAME [NAME ...] [--quick] [--executor local|serial|dask] [--scheduler tcp://...] [--out reports/]
+    workbench study NAME [NAME ...] [--quick] [--executor local|serial|threads|dask] [--scheduler tcp://...] [--out reports/]
     workbench report NAME [--quick] [--out reports/]   re-render a page from the cache, running nothing
     workbench report --all                          re-render every study that has a cache, and the index
     workbench compare TARGET [--quick] [--methods NUTS,...] [--budgets 10000,100000] [--seeds N] [--calibrate N]

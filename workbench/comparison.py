@@ -30,9 +30,13 @@ import pandas as pd
 from .references import REFERENCE_RUNS
 from .target import Target
 from .study.options import RunOptions
+from .study.verdict import ACCURATE_W1, noise_floors
 from .targets.specs import resolve
 
 QUICK_BUDGETS = (10_000, 100_000)
+# the coordinates a cell keeps draws of for the figures (the forest plot picks the worst of them)
+KEEP_COORDINATES = 60
+FOREST_COORDINATES = 10
 FULL_BUDGETS = (10_000, 100_000, 1_000_000)
 # the error that decides the recommendation: mean marginal Wasserstein-1 in sd units
 SCORE = "w1_mean"
@@ -52,19 +56,21 @@ def grid_for(spec: dict, target: Target, budgets, seeds, methods=None):
 
     cells = []
     labels = {"target": target.name}
+    keep = min(target.dim, KEEP_COORDINATES)  # the forest plot shows the worst of every coordinate
     for seed in seeds:
         if target.truth is not None and target.truth.sampler is not None:
             cells.append(Cell(spec, {"method": "Exact", "chains": CHAINS, "draws": 2000}, seed,
-                              labels={**labels, "method": "Exact"}))
+                              labels={**labels, "method": "Exact"}, keep=keep))
         if wanted("Laplace", "Laplace"):
-            cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"}))
+            cells.append(Cell(spec, {"method": "Laplace", "draws": 4000}, seed, labels={**labels, "method": "Laplace"},
+                              keep=keep))
         for budget in budgets:
             for name, method, grad_budget in method_panel(budget):
                 if wanted(name, method["method"]):
-                    cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}))
+                    cells.append(Cell(spec, method, seed, grad_budget, labels={**labels, "method": name}, keep=keep))
             flow = flow_nuts(budget, target.dim)
             if flow is not None and wanted(FLOW_NUTS, "NUTS"):
-                cells.append(Cell(spec, flow, seed, budget, labels={**labels, "method": FLOW_NUTS}))
+                cells.append(Cell(spec, flow, seed, budget, labels={**labels, "method": FLOW_NUTS}, keep=keep))
     return cells
 
 
@@ -95,7 +101,10 @@ UNADJUSTED = ("MCLMC",)
 
 
 def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
-    """One paragraph: the most accurate healthy method at the largest budget, and why."""
+    """One paragraph: the most accurate healthy method at the largest budget, and why; a method is
+    named only when its error is at most ``ACCURATE_W1`` posterior sds and it leads the next by
+    more than the noise (the noise floor, or the spread over seeds: ``study/verdict.py``), else
+    the paragraph says "no accurate healthy run" or "level"."""
     ok = table[(table["status"] == "ok") & np.isfinite(table[SCORE].astype(float))]
     ok = ok[ok["method"] != "Exact"]
     if ok.empty:
@@ -103,44 +112,59 @@ def recommendation(table: pd.DataFrame, reference: dict | None = None) -> str:
     budget = ok["grad_budget"].max()
     at_top = ok[(ok["grad_budget"] == budget) | ok["grad_budget"].isna()]
     by_method = at_top.groupby("method").agg(error=(SCORE, "median"), grads=("grad_evals", "median"),
-                                             healthy=("health", _healthy))
+                                             healthy=("health", _healthy), spread=(SCORE, "std"))
+    by_method["spread"] = by_method["spread"].fillna(0.0)
     by_method = by_method.sort_values("error")
     healthy = by_method[by_method["healthy"]]
     pick = healthy if len(healthy) else by_method
     best = pick.index[0]
     row = pick.iloc[0]
-    parts = [f"For this posterior at {int(budget):,} gradient evaluations: {best}, because its mean marginal "
-             f"Wasserstein-1 error is {row['error']:.3g} posterior sds"]
-    if len(pick) > 1:
-        parts.append(f" (next: {pick.index[1]}, {pick.iloc[1]['error']:.3g})")
-    parts.append(f", for {row['grads']:,.0f} gradients")
-    parts.append(", and its diagnostics are clean." if row["healthy"] else
-                 ", although no method's diagnostics are clean: read its health column before trusting it.")
-    if best in UNADJUSTED:
+    floor = float(noise_floors(table.assign(target=table.get("target", "")), SCORE).max()) if len(table) else 0.0
+    floor = floor if math.isfinite(floor) else 0.0
+
+    def noise(other) -> float:
+        return max(floor, math.hypot(row["spread"], pick.loc[other, "spread"]))
+
+    level = [m for m in pick.index[1:] if pick.loc[m, "error"] - row["error"] <= noise(m)]
+    where = f"For this posterior at {int(budget):,} gradient evaluations"
+    if not row["healthy"]:
+        parts = [f"{where}: no method's diagnostics are clean; the closest is {best} ({row['error']:.3g} posterior "
+                 "sds of mean marginal Wasserstein-1 error): read its health column before trusting it."]
+    elif row["error"] > ACCURATE_W1:
+        parts = [f"{where}: no accurate healthy run. The best healthy method, {best}, is {row['error']:.3g} posterior "
+                 f"sds off in its mean marginal Wasserstein-1 error (more than {ACCURATE_W1}), for "
+                 f"{row['grads']:,.0f} gradients: give more gradients, or see the flagged rows."]
+    elif level:
+        parts = [f"{where}, {len(level) + 1} methods are level: "
+                 + ", ".join(f"{m} ({pick.loc[m, 'error']:.3g})" for m in [best, *level])
+                 + f" posterior sds of mean marginal Wasserstein-1 error, within the noise of one another "
+                 f"({max(noise(m) for m in level):.2g}: the noise floor, or the spread over seeds), and their "
+                 "diagnostics are clean; pick among them by cost (the table's gradients and seconds)."]
+    else:
+        parts = [f"{where}: {best}, because its mean marginal Wasserstein-1 error is {row['error']:.3g} posterior sds"]
+        if len(pick) > 1:
+            parts.append(f" (next: {pick.index[1]}, {pick.iloc[1]['error']:.3g}; the noise is {noise(pick.index[1]):.2g})")
+        parts.append(f", for {row['grads']:,.0f} gradients, and its diagnostics are clean.")
+    if best in UNADJUSTED and row["healthy"] and row["error"] <= ACCURATE_W1:
         parts.append(f" {best} is unadjusted (no accept/reject step): its error includes a bias set by its tuning, "
                      "which more gradients do not remove.")
-    exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
-    floor = float(exact.median()) if len(exact) else 0.0
-    # differences within the Monte Carlo floor (what exact i.i.d. draws of the same size score)
-    # are not differences: those methods are tied with the pick
-    tied = [m for m in pick.index[1:] if pick.loc[m, "error"] - row["error"] <= floor] if floor > 0 else []
-    if tied:
-        parts.append(f" {', '.join(tied)} {'is' if len(tied) == 1 else 'are'} tied with it: the differences are "
-                     f"within the Monte Carlo floor ({floor:.3g}).")
     better_unhealthy = by_method[(by_method["error"] < row["error"] - floor) & ~by_method["healthy"]]
-    if len(better_unhealthy):
+    if len(better_unhealthy) and row["healthy"]:
         most = better_unhealthy.index[0]
         parts.append(f" The most accurate was {most} ({better_unhealthy.iloc[0]['error']:.3g}), the cleanest {best}: "
                      f"{', '.join(better_unhealthy.index)} scored lower but failed a diagnostic, so "
                      "would not have been trusted in practice.")
     cheap = pick[(pick["grads"] < 0.2 * row["grads"]) & (pick["error"] <= 2 * row["error"])]
-    if len(cheap):
+    if len(cheap) and row["healthy"]:
         c = cheap.sort_values("grads").iloc[0]
         parts.append(f" On a tighter budget, {cheap.sort_values('grads').index[0]} gets within 2x of that error "
                      f"({c['error']:.3g}) for {c['grads']:,.0f} gradients.")
+    exact = table[(table["method"] == "Exact") & (table["status"] == "ok")][SCORE]
     if len(exact):
-        parts.append(f" Exact i.i.d. draws (4,000) score {exact.median():.3g}: the Monte Carlo floor of a sampler "
-                     "of that size.")
+        parts.append(f" The noise floor: exact i.i.d. draws (4,000) score {exact.median():.3g}, the Monte Carlo error "
+                     "of a sampler of that size.")
+    elif floor > 0:
+        parts.append(f" The noise floor: 4,000 draws of the reference itself score {floor:.3g} against the rest of it.")
     if reference is not None and not reference.get("passes", True):
         parts.insert(0, f"Caution: the reference posterior fails posteriordb's standard ({reference.get('why_not', '')}), "
                         "so the errors below are measured against a reference that is not trustworthy"
@@ -172,27 +196,39 @@ def _report(target: Target, budgets, calibration=None):
                and table.loc[i, "status"] == "ok"]
         if idx:
             ref = run.cache_reference(run.cells[idx[0]].target) if reference is not None else None
-            figures.append(Figure(F.marginal_densities(run, idx, folder, "marginals.png", reference=ref),
-                                  f"Marginals of the first two parameters ({', '.join(target.param_names[:2])}), each "
+            worst = _worst_coordinates(run, idx, target, ref)
+            shown = worst[:2]
+            names = ", ".join(target.param_names[k] for k in shown)
+            figures.append(Figure(F.marginal_densities(run, idx, folder, "marginals.png", coords=shown, reference=ref),
+                                  f"Marginals of the two parameters the methods get most wrong ({names}), each "
                                   f"method at {int(top):,} gradients; the black line is the "
-                                  f"{'exact marginal' if ref is None else 'reference (dashed)'}."))
-            figures.append(Figure(F.forest(run, idx, folder, "forest.png"),
-                                  "89% intervals of the first two parameters per method (ArviZ forest plot)."))
+                                  f"{'exact marginal' if ref is None else 'reference (dashed)'}. The height is set by "
+                                  "it: a method's spikes (a resample of few distinct weighted draws) run off the top."))
+            figures.append(Figure(F.forest(run, idx, folder, "forest.png", coords=worst[:FOREST_COORDINATES],
+                                           reference=ref),
+                                  "89% intervals and medians per method of "
+                                  + ("every parameter" if len(worst) <= FOREST_COORDINATES else
+                                     f"the {FOREST_COORDINATES} parameters whose means the methods get most wrong "
+                                     f"(of {target.dim})")
+                                  + f", in posterior sds from the {'exact' if ref is None else 'reference'} mean: "
+                                  "an interval off the line is an error."))
         nuts = next((i for i in idx if run.cells[i].labels["method"] == "NUTS"), None)
         if nuts is not None:
-            for f in F.rank_and_energy(run, nuts, folder, "nuts"):
-                kind = "rank plot (uniform ranks: chains agree)" if f.endswith("rank.png") else "energy plot (E-BFMI)"
+            for f in F.rank_and_energy(run, nuts, folder, "nuts", coords=worst[:FOREST_COORDINATES]):
+                kind = ("rank plot (uniform ranks: chains agree) of the parameters in the forest plot"
+                        if f.endswith("rank.png") else "energy plot (E-BFMI)")
                 figures.append(Figure(f, f"NUTS at {int(top):,} gradients: ArviZ {kind}."))
-        ok = table[table["status"] == "ok"]
+        ok = table[table["status"] == "ok"].assign(method=lambda t: _method_labels(t))
         groups = ok.groupby(["method", "grad_budget"], dropna=False, sort=False)
-        columns = [c for c in ("grad_evals", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1", "log_z_err",
+        columns = [c for c in ("w1_mean", "mean_err_max", "sd_err_max", "grad_evals", "log_z_err",
                                "ess_bulk_min", "r_hat_max", "wall_seconds") if c in ok]
         summary = groups[columns].median()
-        summary["health"] = groups["health"].agg(lambda s: ", ".join(dict.fromkeys(
-            f for v in s.dropna() for f in str(v).split(", ") if f and f != "ok")) or "ok")
-        summary = summary.reset_index()
-        cols = [c for c in ("method", "seed", "grad_budget", "grad_evals", "n_draws", "w1_mean", "mean_err_max",
-                            "sd_err_max", "ess_bulk_min", "r_hat_max", "health", "status", "error", "truth") if c in table]
+        # health right after the method: the page tells the reader to read it before a score
+        summary.insert(0, "health", groups["health"].agg(lambda s: ", ".join(dict.fromkeys(
+            f for v in s.dropna() for f in str(v).split(", ") if f and f != "ok")) or "ok"))
+        summary = summary.reset_index().dropna(axis=1, how="all")  # e.g. log_z_err where no method estimates it
+        cols = [c for c in ("method", "health", "seed", "grad_budget", "w1_mean", "mean_err_max", "sd_err_max",
+                            "grad_evals", "n_draws", "ess_bulk_min", "r_hat_max") if c in ok]
         notes = [_truth_note(target, reference),
                  "The health column lists the checks a run failed (R-hat > 1.01, bulk or tail ESS < 100 per chain, "
                  "divergences, saturated tree depth, E-BFMI < 0.2; Pareto k-hat > 0.7 or no convergence for VI and "
@@ -209,11 +245,41 @@ def _report(target: Target, budgets, calibration=None):
         elif reference is not None and not reference.get("passes", True):
             notes.append("The reference fails posteriordb's standard: `workbench calibrate` checks every method on "
                          "data simulated from this model with no reference at all (simulation-based calibration).")
-        return Page(finding=finding, figures=figures,
-                    tables=[("Per method and budget (" + over + ")", summary), ("Every run", table[cols])],
-                    notes=notes)
+        # the runs that did not finish have their own table, below these (every study page's)
+        tables = [("Per method and budget (" + over + ")", summary), ("Every run that finished", ok[cols])]
+        return Page(finding=finding, figures=figures, tables=tables, notes=notes)
 
     return report
+
+
+def _method_labels(table: pd.DataFrame) -> pd.Series:
+    """The method column, with what a phased NUTS ran: "NUTS (auto: flow)" where metric="auto"
+    chose the flow, so that a row equal to "NUTS (flow)"'s says why."""
+    if "metric_chosen" not in table:
+        return table["method"]
+    chosen = table["metric_chosen"].astype(str)
+    auto = (table["method"] == "NUTS") & chosen.notna() & ~chosen.isin(("nan", ""))
+    return table["method"].where(~auto, "NUTS (auto: " + chosen + ")")
+
+
+def _worst_coordinates(run, indices, target: Target, reference) -> list[int]:
+    """The kept coordinates in order of the largest error of a method's mean (in posterior sds,
+    against the truth or the reference), worst first."""
+    if target.truth is not None and target.truth.mean is not None:
+        mean, sd = np.asarray(target.truth.mean), np.asarray(target.truth.sd)
+    elif reference is not None:
+        mean, sd = reference.mean(axis=0), reference.std(axis=0)
+    else:
+        return list(range(min(target.dim, 2)))
+    worst = np.zeros(0)
+    for i in indices:
+        draws = run.arrays(i).get("draws")
+        if draws is None or draws.size == 0:
+            continue
+        k = draws.shape[-1]
+        err = np.abs(draws.reshape(-1, k).mean(axis=0) - mean[:k]) / np.where(sd[:k] > 0, sd[:k], 1.0)
+        worst = err if worst.size == 0 else np.maximum(worst[:k], err)
+    return [int(k) for k in np.argsort(-worst)] if worst.size else list(range(min(target.dim, 2)))
 
 
 def _truth_note(target: Target, reference: dict | None) -> str:
@@ -246,6 +312,12 @@ class Comparison:
     recommendation: str
     target: Target
     calibration: object = None
+
+
+def _compiled_in_memory(target: Target) -> bool:
+    """Whether the target's density is compiled in memory, process by process (a PyMC model's
+    PyTensor graph), rather than loaded from Numba's disk cache."""
+    return bool(getattr(target.logp_grad, "allocates", False)) or target.spec.get("backend") == "pymc"
 
 
 def _slug(text: str) -> str:
@@ -307,10 +379,12 @@ def compare(
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
     n_seeds = int(seeds)
     if executor is None:
-        executor = "local" if rebuildable else "serial"
-    elif executor != "serial" and not rebuildable:
-        raise ValueError(f"target {built.name!r} was built from a Python object: only executor='serial' can run it "
-                         "(or give it as path/to/file.py:NAME)")
+        # threads where each worker process would compile the target again (a PyMC model's
+        # density, seconds a process) or could not rebuild it (a Target made in Python)
+        executor = "threads" if (not rebuildable or _compiled_in_memory(built)) else "local"
+    elif executor not in ("serial", "threads") and not rebuildable:
+        raise ValueError(f"target {built.name!r} was built from a Python object: only executor='serial' or "
+                         "'threads' can run it (or give it as path/to/file.py:NAME)")
     calibration = None
     if calibrate:
         from .calibration import calibrate as run_calibration

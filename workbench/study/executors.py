@@ -1,4 +1,6 @@
-"""Where cells run: in this process (``serial``), on a local process pool (``local``, the
+"""Where cells run: in this process (``serial``), on threads of this process (``threads``: a
+target compiled once, in memory, is shared by every cell, as a PyMC model's compiled density
+is, which each worker process would compile again), on a local process pool (``local``, the
 default, one worker per core) or on Dask distributed (``dask``: a ``LocalCluster`` started
 here, or an existing cluster given by its scheduler address).
 
@@ -18,11 +20,12 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections import deque
 from multiprocessing import connection as mp_connection
 from typing import Any, Callable, Iterator, NamedTuple
 
-EXECUTORS = ("local", "serial", "dask")
+EXECUTORS = ("local", "serial", "threads", "dask")
 Job = tuple[Any, Callable, tuple]
 
 
@@ -43,7 +46,42 @@ class SerialExecutor:
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[Any, Any]]:
         for tag, fn, args in jobs:
-            yield tag, fn(*args)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a cell's warnings are its messages, as in a worker
+                out = fn(*args)
+            yield tag, out
+
+
+class ThreadExecutor:
+    """Runs jobs on a pool of threads of this process, outcomes as they finish. The methods'
+    kernels release the GIL, so the threads sample in parallel; what is Python (scoring, the
+    set-up) takes turns. Worth it where rebuilding a target in each worker process costs more
+    than that: a PyMC model's density, compiled by PyTensor, takes seconds a process."""
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers or default_workers()
+        self.description = f"{self.workers} threads of this process"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def run(self, jobs: list[Job]) -> Iterator[tuple[Any, Any]]:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        # a cell's warnings are its messages, as in a worker (the filters are the process's)
+        with warnings.catch_warnings(), ThreadPoolExecutor(max_workers=self.workers) as pool:
+            warnings.simplefilter("ignore")
+            futures = {pool.submit(fn, *args): tag for tag, fn, args in jobs}
+            try:
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
 
 
 class WorkerLost(NamedTuple):
@@ -94,6 +132,11 @@ def _worker_main(conn, parent_pid: int) -> None:
     threadpool_limits(1)  # and those already loaded (the parent's __main__ is imported first)
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    import warnings
+
+    # a cell's warnings are its messages (the table's health column): printed by a worker they
+    # would name the library's files to a user who never opened them
+    warnings.simplefilter("ignore")
     while True:
         try:
             message = conn.recv()
@@ -275,6 +318,8 @@ def make_executor(kind: str = "local", workers: int | None = None, scheduler: st
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     if kind == "serial":
         return SerialExecutor()
+    if kind == "threads":
+        return ThreadExecutor(workers)
     if kind == "local":
         return LocalExecutor(workers)
     return DaskExecutor(scheduler, workers)

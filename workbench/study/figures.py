@@ -134,14 +134,25 @@ def marginal_densities(run, indices: list[int], folder, file: str, coords=(0, 1)
         if reference is not None:
             lo, hi = min(lo, np.quantile(reference[:, k], 0.005)), max(hi, np.quantile(reference[:, k], 0.995))
         bins = np.linspace(lo, hi, 50)
+        heights = []
         for label, x, legend in samples:
-            ax.hist(x, bins=bins, density=True, histtype="step", color=colours[label], label=legend, lw=1.3)
+            counts, _, _ = ax.hist(x, bins=bins, density=True, histtype="step", color=colours[label], label=legend,
+                                   lw=1.3)
+            heights.append(float(np.max(counts)) if np.size(counts) else 0.0)
         grid = np.linspace(lo, hi, 400)
+        top = None  # the panel's height: set by the answer, so a method's spikes cannot flatten the rest
         if target.truth is not None and target.truth.marginal_pdf_fn is not None:
-            ax.plot(grid, target.truth.marginal_pdf(k, grid), "-", color=TRUTH_COLOUR, lw=1.5, label="truth")
+            pdf = target.truth.marginal_pdf(k, grid)
+            ax.plot(grid, pdf, "-", color=TRUTH_COLOUR, lw=1.5, label="truth")
+            top = float(np.max(pdf))
         elif reference is not None:
-            ax.hist(reference[:, k], bins=bins, density=True, histtype="step", color=TRUTH_COLOUR, ls="--", lw=1.5,
-                    label="reference")
+            counts, _, _ = ax.hist(reference[:, k], bins=bins, density=True, histtype="step", color=TRUTH_COLOUR,
+                                   ls="--", lw=1.5, label="reference")
+            top = float(np.max(counts))
+        elif heights:
+            top = float(np.median(heights))
+        if top is not None and top > 0 and heights and max(heights) > 1.6 * top:
+            ax.set_ylim(0, 1.6 * top)
         ax.set_xlabel(target.param_names[k])
         ax.set_yticks([])
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -165,16 +176,25 @@ def _datatree(arrays: dict, names: list[str]):
     return az.from_dict(groups, dims={"theta": ["param"]}, coords={"param": names})
 
 
-def rank_and_energy(run, index: int, folder, stem: str) -> list[str]:
-    """ArviZ rank plot (and energy plot for HMC/NUTS) of cell ``index``'s kept coordinates."""
+def rank_and_energy(run, index: int, folder, stem: str, coords=None) -> list[str]:
+    """ArviZ rank plot (and energy plot for HMC/NUTS) of cell ``index``'s kept coordinates, or
+    of ``coords`` among them."""
     import arviz_plots as azp
 
-    arrays = run.arrays(index)
+    arrays = dict(run.arrays(index))
     target = build_target(run.cells[index].target)
-    names = list(target.param_names[: arrays["draws"].shape[2]])
+    kept = arrays["draws"].shape[2]
+    coords = [k for k in (range(kept) if coords is None else coords) if k < kept]
+    arrays["draws"] = arrays["draws"][:, :, coords]
+    names = [target.param_names[k] for k in coords]
     tree = _datatree(arrays, names)
     files = []
-    pc = azp.plot_rank(tree)
+    from arviz_base.labels import NoVarLabeller
+
+    # titles name the parameter only ("theta" over each was clutter), three panels a row so long
+    # names do not run into the panel beside them
+    rows = -(-len(coords) // 3)
+    pc = azp.plot_rank(tree, labeller=NoVarLabeller(), col_wrap=3, figure_kwargs={"figsize": (10, 1.9 * rows + 0.4), "layout": "constrained"})
     pc.savefig(Path(folder) / f"{stem}_rank.png", dpi=80, bbox_inches="tight")
     plt.close(pc.viz["figure"].item())
     files.append(f"{stem}_rank.png")
@@ -186,34 +206,57 @@ def rank_and_energy(run, index: int, folder, stem: str) -> list[str]:
     return files
 
 
-def forest(run, indices: list[int], folder, file: str) -> str:
-    """ArviZ forest plot: each method's 89% interval of the kept coordinates (draws pooled
-    over chains and thinned to a common size; weighted draws are the importance resample of
-    all of them that ``cells.py`` keeps), in each method's colour."""
-    import arviz as az
-    import arviz_plots as azp
-
+def forest(run, indices: list[int], folder, file: str, coords=None, reference=None) -> str:
+    """Forest plot: each method's 89% interval and median of each of ``coords`` (all kept
+    coordinates by default), one row per parameter, in each method's colour. Every row is on
+    one scale, posterior sds from the answer's mean (the truth's, else ``reference``'s, else
+    the pooled draws'), so a method's error reads off the x-axis whatever the parameter's units.
+    Draws are pooled over chains; weighted draws are the importance resample ``cells.py`` keeps."""
     target = build_target(run.cells[indices[0]].target)
-    trees, sizes = {}, []
+    samples = {}
     for i in indices:
         arrays = run.arrays(i)
         if "draws" in arrays and arrays["draws"].size:
-            x = arrays["draws"].reshape(-1, arrays["draws"].shape[2])
-            trees[run.table.loc[i, "method"]] = x
-            sizes.append(len(x))
-    n = min(sizes)
-    names = list(target.param_names[: next(iter(trees.values())).shape[1]])
-    models = {
-        label: az.from_dict({"posterior": {"theta": x[np.linspace(0, len(x) - 1, n).astype(int)][None]}},
-                            dims={"theta": ["param"]}, coords={"param": names})
-        for label, x in trees.items()
-    }
-    colours = method_colours(models)
-    pc = azp.plot_forest(models, combined=True, aes={"color": ["model"]}, color=[colours[m] for m in models])
-    pc.add_legend("model")
-    pc.savefig(Path(folder) / file, dpi=80, bbox_inches="tight")
-    plt.close(pc.viz["figure"].item())
-    return file
+            samples[run.table.loc[i, "method"]] = arrays["draws"].reshape(-1, arrays["draws"].shape[2])
+    kept = next(iter(samples.values())).shape[1]
+    coords = [k for k in (range(kept) if coords is None else coords) if k < kept]
+    truth = target.truth if target.truth is not None and target.truth.mean is not None else None
+    if truth is not None:
+        centre, scale, answer = truth.mean[coords], truth.sd[coords], "truth"
+    elif reference is not None:
+        centre, scale, answer = reference[:, coords].mean(0), reference[:, coords].std(0), "reference"
+    else:
+        pooled = np.concatenate([x[:, coords] for x in samples.values()])
+        centre, scale, answer = pooled.mean(0), pooled.std(0), None
+    scale = np.where(scale > 0, scale, 1.0)
+    colours = method_colours(samples)
+    n_rows, n_methods = len(coords), len(samples)
+    fig, ax = plt.subplots(figsize=(7.5, max(2.5, 0.8 + n_rows * (0.25 + 0.07 * n_methods))))
+    step = 0.8 / max(1, n_methods)
+    for j, (label, x) in enumerate(samples.items()):
+        z = (x[:, coords] - centre) / scale
+        lo, mid, hi = np.quantile(z, [0.055, 0.5, 0.945], axis=0)
+        y = np.arange(n_rows) - 0.4 + (j + 0.5) * step
+        ax.hlines(y, lo, hi, color=colours[label], lw=1.6, label=label)
+        ax.plot(mid, y, "o", color=colours[label], ms=2.5)
+    if reference is not None and truth is None:
+        z = (reference[:, coords] - centre) / scale
+        lo, hi = np.quantile(z, [0.055, 0.945], axis=0)
+        for r in range(n_rows):
+            ax.fill_betweenx([r - 0.45, r + 0.45], lo[r], hi[r], color=TRUTH_COLOUR, alpha=0.08, lw=0)
+    if answer is not None:
+        ax.axvline(0.0, color=TRUTH_COLOUR, lw=1.0, ls="--" if answer == "reference" else "-", label=answer)
+    for r in range(1, n_rows):
+        ax.axhline(r - 0.5, color="0.85", lw=0.6)
+    ax.set_yticks(range(n_rows))
+    ax.set_yticklabels([target.param_names[k] for k in coords], fontsize=8)
+    ax.set_ylim(n_rows - 0.5, -0.5)
+    ax.set_xlabel(f"posterior sds from the {answer or 'pooled'} mean" + (" (its 89% interval shaded)"
+                                                                          if answer == "reference" else ""))
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    ax.set_title(run.table.loc[indices[0], "target"], fontsize=10)
+    fig.tight_layout()
+    return _save(fig, folder, file)
 
 
 _HATCHES = ("////", "....", "xxxx", "\\\\\\\\")

@@ -26,11 +26,12 @@ class RunOptions:
     ----------
     quick : bool
         The study's small grid (a few minutes each on 2 cores); its pages go to ``out/quick``.
-    executor : "local" | "serial" | "dask", a running executor, or None
-        A local process pool, this process, or Dask; a running executor
-        (``make_executor(...)`` entered by the caller) is shared by several studies. None
-        (the default): a local pool (``wb.compare``: this process for a target built from a
-        Python object, which worker processes cannot rebuild).
+    executor : "local" | "serial" | "threads" | "dask", a running executor, or None
+        A local process pool, this process, threads of this process, or Dask; a running
+        executor (``make_executor(...)`` entered by the caller) is shared by several studies.
+        None (the default): a local pool (``wb.compare``: threads for a target built from a
+        Python object, which worker processes cannot rebuild, or a PyMC model, which each
+        would compile again).
     workers : int, optional
         Worker processes (default: one per core).
     scheduler : str, optional
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command line's flags for :class:`RunOptions`."""
     parser.add_argument("--quick", action="store_true", help="the small grid (each study a few minutes on 2 cores at most)")
     parser.add_argument("--executor", choices=EXECUTORS, default=None,
-                        help="local process pool (default), serial (this process) or dask")
+                        help="local process pool (default; compare: threads for a PyMC model), serial (this process), threads (of this process) or dask")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="a running Dask scheduler, e.g. tcp://host:8786 (implies --executor dask)")

@@ -114,6 +114,12 @@ def cell_counts(table: pd.DataFrame) -> dict:
             "budget_too_small": int((status == BUDGET_TOO_SMALL).sum())}
 
 
+def _budgets_text(budgets: pd.Series) -> str:
+    """"10,000, 100,000"; a method without a gradient budget (Laplace, Exact): "none"."""
+    values = sorted({int(v) for v in budgets if v is not None and v == v and v})
+    return ", ".join(f"{v:,}" for v in values) or "none"
+
+
 def grid_summary(run) -> pd.DataFrame:
     """Targets x methods of the grid with their seeds and budgets (the settings of the page)."""
     rows = []
@@ -132,7 +138,7 @@ def grid_summary(run) -> pd.DataFrame:
     return (
         frame.groupby(["target", "method", "settings"], sort=False)
         .agg(seeds=("seed", lambda s: ", ".join(str(v) for v in sorted(set(s)))),
-             budgets=("grad_budget", lambda s: ", ".join(f"{v:,}" if v else "none" for v in sorted(set(s), key=lambda v: v or 0))))
+             budgets=("grad_budget", _budgets_text))
         .reset_index()
     )
 

@@ -74,7 +74,9 @@ def load_source(source: str, backend: str = "numba", observed_as_data: bool = Fa
     if isinstance(obj, Target):
         return obj
     if _is_pymc_model(obj):
-        return Target.from_pymc(obj, name=label, description=f"PyMC model {name} from {path.name}",
+        # "model" is the usual name: "the PyMC model in file.py", not "PyMC model model"
+        what = "the PyMC model" if name == "model" else f"the PyMC model {name!r}"
+        return Target.from_pymc(obj, name=label, description=f"{what} in {path.name}",
                                 observed_as_data=observed_as_data)
     if isinstance(obj, CPUDispatcher):
         dim = getattr(module, "dim", None)
@@ -181,10 +183,12 @@ def resolve(target, backend: str = "numba", observed_as_data: bool = False) -> t
                 "file_digest": file_digest(path), "data_digest": data_digest(built),
                 **({"code": built.spec["code"]} if "code" in built.spec else {}),
                 **({"observed_as_data": True} if observed_as_data else {})}
-        return built, spec, True
+        # this process's cells use the target just built (a PyMC model compiles in seconds);
+        # worker processes rebuild it from the spec
+        return built, register_target(built, spec), True
     if target in posteriors.available():
         built = posteriors.load(target, backend, observed_as_data)
-        return built, dict(built.spec), True
+        return built, register_target(built, dict(built.spec)), True
     name, kwargs = _call_syntax(target)
     if name in targets.available() and name != "posterior":
         try:

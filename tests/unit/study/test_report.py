@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
+
 from tests.study_fixtures import TINY, html_images, is_png
 from workbench.study import Cell, Page, Study, run_and_report
 
@@ -121,3 +125,36 @@ def test_the_page_check_script_says_when_there_is_nothing_to_check(tmp_path, cap
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main([str(tmp_path)]) == 1 and "run `make report` first" in capsys.readouterr().out
+
+
+def _check_pages_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "scripts" / "check_pages.py"
+    spec = importlib.util.spec_from_file_location("check_pages", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
+                    reason="needs headless Chromium (Debian: apt install chromium)")
+def test_the_page_check_fails_a_column_the_text_names_that_only_shows_after_scrolling(tmp_path):
+    from workbench.study.report import STYLE
+
+    module = _check_pages_module()
+    cells = "".join(f"<th>a long column name {k}</th>" for k in range(30))
+
+    def page(health_first: bool) -> str:
+        head = "<th>health</th>" + cells if health_first else cells + "<th>health</th>"
+        return (f"<html><head><style>{STYLE}</style></head><body><p>Check each run's health before its error.</p>"
+                f"<div class='scroll'><table><tr>{head}</tr></table></div></body></html>")
+
+    late, early = tmp_path / "late" / "index.html", tmp_path / "early" / "index.html"
+    for path, first in ((late, False), (early, True)):
+        path.parent.mkdir()
+        path.write_text(page(first))
+    chrome = module.browser()
+    assert any('column "health"' in p for p in module.check_page(late, 1280, chrome))
+    assert module.check_page(early, 1280, chrome) == []
