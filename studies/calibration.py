@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from workbench.calibration import LEVEL, design
 from workbench.calibration import page as calibration_page
-from workbench.calibration.sbc import result_of
+from workbench.calibration.sbc import result_of, verdicts
 from workbench.metrics.calibration import quantity_names
 from workbench.study import Page, Study, main_for
 from workbench.targets.specs import build_target
@@ -51,12 +51,16 @@ def grid(quick: bool):
 
 def report(run, folder) -> Page:
     models, specs, n_sims = _setup(run.quick)
-    findings, figures, tables, notes = [], [], [], []
+    findings, figures, tables, notes, headline = [], [], [], [], []
     for label, spec in models:
         target = build_target(spec)
         result = result_of(run, target, specs, quantity_names(target), LEVEL, label)
         prefix = "".join(ch if ch.isalnum() else "_" for ch in label) + "_"
         findings.append(f"{label}: {result.finding}")
+        # the index line: every method's verdict, the unhealthy fits' share with it
+        headline.append(f"{label}: " + "; ".join(f"{m} {w}" for m, w in
+                                                 verdicts(result.flagged, result.p_values, result.fits).items()))
+        notes.append(f"{label}: {calibration_page.family_note(result)}")
         figures += calibration_page.figures_of(result, folder, prefix, coverage_too=False)
         calibration_page.save_tables(result, folder, prefix)
         tables.append((f"{label}: calibrated? cost per fit, unhealthy fits", calibration_page.fits_table(result)))
@@ -68,7 +72,8 @@ def report(run, folder) -> Page:
                  f"fitted each at {BUDGET:,} gradients (Laplace: its own optimisation); ranks of the true values and "
                  "of log_lik among each fit's draws thinned by its ESS; Holm's procedure at the family-wise level "
                  f"{LEVEL:g} per method. `workbench calibrate MODEL` runs the same on your own model.")
-    return Page(finding=" ".join(findings), figures=figures, tables=tables, notes=notes)
+    return Page(finding=" ".join(findings), figures=figures, tables=tables, notes=notes,
+                headline=". ".join(headline) + ".")
 
 
 STUDY = Study(

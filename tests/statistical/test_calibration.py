@@ -19,7 +19,13 @@ def _calibrate(model, methods, n_sims, tmp_path, **kwargs):
 def test_nuts_is_calibrated_on_non_centred_eight_schools_and_a_conjugate_regression(model, tmp_path):
     cal = _calibrate(model, ["NUTS"], 200, tmp_path)
     assert cal.flagged["NUTS"] == [], (cal.p_values.T, cal.finding)
-    assert cal.calibrated("NUTS") and cal.finding.startswith("NUTS calibrated")
+    assert cal.calibrated("NUTS") and "Verdicts: NUTS calibrated" in cal.finding
+    # on data sets simulated from eight schools' prior, most fits diverge a few times (a large tau
+    # makes the non-centred form the wrong one; measured 19-28 of 30 at 10^4-10^5 gradients): the
+    # verdict says so rather than "calibrated" alone
+    fits = cal.fits.set_index("method").loc["NUTS"]
+    if fits["unhealthy"] > fits["fits"] / 2:
+        assert f"NUTS calibrated, but {fits['unhealthy']} of {fits['fits']} fits unhealthy" in cal.finding
     # the page states the power at 200 simulations: measured, a 30% shortfall of the sd is seen in 90% of
     # calibrations (at the Bonferroni level over 5-11 quantities; a 25% shortfall in 82-89%)
     assert cal.power["smallest_90"] <= 0.3 and "Power of this calibration (200 simulations" in cal.page.read_text()

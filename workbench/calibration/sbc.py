@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.calibration import quantity_names
+from ..metrics.calibration import quantity_names, tested_quantities
 from ..study.options import RunOptions
 from ..target import Target
 from ..targets.specs import register_target, resolve
@@ -60,6 +60,8 @@ class Calibration:
     finding: str = ""
     page: Path | None = None
     run: object = field(default=None, repr=False)
+    tested: tuple = ()  # the family of quantities tested (metrics.calibration.tested_quantities)
+    left_out: dict = field(default_factory=dict)  # the others, and why each is not tested
 
     def calibrated(self, method: str) -> bool:
         """No quantity of ``method`` flagged (and its fits ran)."""
@@ -97,16 +99,33 @@ def collect(run, specs: list, quantities: tuple, target_label: str | None = None
     return ranks, pit, n_ranked, pd.DataFrame(fits)
 
 
+def verdicts(flagged: dict, p_values: pd.DataFrame, fits: pd.DataFrame) -> dict:
+    """method -> its verdict in a few words: "calibrated", "calibrated, but k of n fits unhealthy"
+    (a sampler whose ranks are uniform though its own diagnostics distrust most of its fits),
+    "miscalibrated (q quantities)", or "no usable fits"."""
+    out = {}
+    for method, names in flagged.items():
+        row = fits[fits["method"] == method]
+        unhealthy, n = (int(row["unhealthy"].iloc[0]), int(row["fits"].iloc[0])) if len(row) else (0, 0)
+        if not np.isfinite(p_values.loc[method]).any():
+            out[method] = "no usable fits"
+        elif names:
+            out[method] = f"miscalibrated ({len(names)} quantit{'y' if len(names) == 1 else 'ies'})"
+        elif unhealthy > n / 2:
+            out[method] = f"calibrated, but {unhealthy} of {n} fits unhealthy"
+        else:
+            out[method] = "calibrated" + (f" ({unhealthy} of {n} fits unhealthy)" if unhealthy else "")
+    return out
+
+
 def finding(flagged: dict, pit: dict, quantities, p_values: pd.DataFrame, fits: pd.DataFrame, level: float,
             n_sims: int) -> str:
-    """The verdict in words: which methods are calibrated, and how the others are not."""
-    calibrated, parts = [], []
+    """The verdict in words: every method's, and how the miscalibrated ones fail."""
+    words = verdicts(flagged, p_values, fits)
+    calibrated = [m for m, w in words.items() if w.startswith("calibrated")]
+    parts = []
     for method, names in flagged.items():
-        if not np.isfinite(p_values.loc[method]).any():
-            parts.append(f"{method}: no usable fits")
-            continue
         if not names:
-            calibrated.append(method)
             continue
         by_shape: dict[str, list[str]] = {}
         for name in names:
@@ -114,17 +133,11 @@ def finding(flagged: dict, pit: dict, quantities, p_values: pd.DataFrame, fits: 
             by_shape.setdefault(uniformity.shape(pit[method][:, k]), []).append(name)
         said = "; ".join(f"{how} in {', '.join(n[:6])}{' ...' if len(n) > 6 else ''}" for how, n in by_shape.items())
         parts.append(f"{method} {said}")
-    if calibrated:
-        text = (f"{_join(calibrated)} calibrated ({n_sims} simulations: no quantity flagged at the family-wise "
-                f"{level:g} level)")
-    else:
-        text = "No method calibrated"
+    text = (f"{n_sims} simulations, no quantity flagged at the family-wise {level:g} level for "
+            f"{_join(calibrated)}" if calibrated else "No method calibrated")
+    text += ". Verdicts: " + "; ".join(f"{m} {w}" for m, w in words.items())
     if parts:
-        text += "; " + "; ".join(parts)
-    unhealthy = fits[fits["unhealthy"] > 0]
-    if len(unhealthy):
-        text += ". Unhealthy fits (counted all the same): " + ", ".join(
-            f"{r['method']} {r['unhealthy']} of {r['fits']}" for _, r in unhealthy.iterrows())
+        text += ". How they fail: " + "; ".join(parts)
     return text + "."
 
 
@@ -205,18 +218,22 @@ def calibrate(model, methods=None, n_sims: int | None = None, grad_budget: int |
 
 
 def result_of(run, target, specs, quantities, level, target_label: str | None = None) -> Calibration:
-    """The :class:`Calibration` of ``target`` from a study run's cells (those of ``target_label``)."""
+    """The :class:`Calibration` of ``target`` from a study run's cells (those of ``target_label``):
+    every quantity ranked, the family of ``tested_quantities`` tested (no constants, mirror
+    duplicates or monotone transforms of a quantity already tested)."""
     ranks, pit, n_ranked, fits = collect(run, specs, quantities, target_label)
-    p = uniformity.p_values(pit, quantities)
+    tested, left_out = tested_quantities(target)
+    columns = [list(quantities).index(q) for q in tested]
+    p = uniformity.p_values({m: v[:, columns] for m, v in pit.items()}, tested)
     flagged = {m: uniformity.holm(p.loc[m], level) for m in p.index}
-    approximations = {m: pit[m] for m, spec in specs if spec["method"] in design.APPROXIMATIONS}
-    vsbc = uniformity.vsbc(approximations, quantities)
+    approximations = {m: pit[m][:, columns] for m, spec in specs if spec["method"] in design.APPROXIMATIONS}
+    vsbc = uniformity.vsbc(approximations, tested)
     n_sims = max((len(v) for v in pit.values()), default=0)
-    power = uniformity.power(n_sims, len(quantities), level) if n_sims >= 10 else {}
+    power = uniformity.power(n_sims, len(tested), level) if n_sims >= 10 else {}
     text = finding(flagged, pit, quantities, p, fits, level, n_sims)
     return Calibration(target=target, methods=[m for m, _ in specs], quantities=tuple(quantities), ranks=ranks,
                        pit=pit, n_ranked=n_ranked, p_values=p, flagged=flagged, level=level, vsbc=vsbc, fits=fits,
-                       power=power, finding=text)
+                       power=power, finding=text, tested=tested, left_out=left_out)
 
 
 def _resolve(model, backend: str) -> tuple[Target, dict, bool]:

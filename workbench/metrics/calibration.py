@@ -133,3 +133,54 @@ def calibration_ranks(result, target, reference=None) -> dict:
     rng = np.random.default_rng([int(result.seed or 0), 0x5BC])
     ranks, pit = ranks_of_truth(values, true_values, weights, rng)
     return {"n_ranked": int(len(draws)), "thin": thin, "_arrays": {"ranks": ranks.astype(float), "pit": pit}}
+
+
+# -- the family of quantities tested ---------------------------------------------------------
+
+FAMILY_PRIOR_DRAWS = 200
+"""Prior draws the family of tested quantities is chosen on (:func:`tested_quantities`)."""
+
+
+def tested_quantities(target, seed: int = 0, n: int = FAMILY_PRIOR_DRAWS) -> tuple[tuple[str, ...], dict]:
+    """(the quantities tested, why each other one is not): of :func:`quantity_names`, those
+    that carry information of their own over ``n`` draws from the prior. Left out:
+
+    - a constant (no variance over the prior draws: a correlation matrix's diagonal, always 1,
+      whose rank is tie-breaking noise);
+    - a duplicate of one kept (the mirror entry [j, i] of a symmetric matrix);
+    - a monotone transform of one kept (rank correlation 1: ``tau`` beside ``tau_log__``,
+      ``sigma`` beside its square): its ranks are the same ranks.
+
+    Each extra quantity costs the family-wise correction power (Holm over q quantities): an
+    18-d LKJ regression tested 37 quantities, 13 of them of these three kinds."""
+    names = quantity_names(target)
+    rng = np.random.default_rng([seed, 0xFA417])
+    thetas = np.array([target.generative.simulate(rng)[0] for _ in range(n)])
+    values = quantities(target, thetas)  # under the target's own data: log_lik stays a test of it
+    kept, why = [], {}
+    order = np.argsort(np.argsort(values, axis=0), axis=0).astype(float)  # ranks: monotone transforms agree
+    # the model's own variables (a PyMC model's sigma, its correlations) are kept before the
+    # unconstrained coordinates they transform (sigma_log__): their names are the ones a reader knows
+    coordinates = set(target.param_names) if target.identified is None else set()
+    preference = [k for k, nm in enumerate(names) if nm not in coordinates] + \
+                 [k for k, nm in enumerate(names) if nm in coordinates]
+    for k in preference:
+        name = names[k]
+        column = values[:, k]
+        if name == LOG_LIK:
+            kept.append(k)
+            continue
+        if not np.all(np.isfinite(column)) or np.ptp(column) <= 1e-12 * max(1.0, float(np.max(np.abs(column)))):
+            why[name] = "constant over the prior" if np.all(np.isfinite(column)) else "not finite over the prior"
+            continue
+        twin = next((j for j in kept if names[j] != LOG_LIK and np.array_equal(column, values[:, j])), None)
+        if twin is not None:
+            why[name] = f"equal to {names[twin]}"
+            continue
+        twin = next((j for j in kept if names[j] != LOG_LIK
+                     and abs(np.corrcoef(order[:, k], order[:, j])[0, 1]) > 1.0 - 1e-9), None)
+        if twin is not None:
+            why[name] = f"a monotone transform of {names[twin]}"
+            continue
+        kept.append(k)
+    return tuple(names[k] for k in sorted(kept)), why

@@ -80,3 +80,20 @@ def test_the_command_line_calibrates_a_pymc_file(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "workbench", "calibrate", MODEL, "--seeds", "3"], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--seeds" in bad.stderr
+
+
+def test_each_method_gets_a_verdict_that_says_what_failed():
+    """A sampler whose ranks pass but whose own diagnostics distrust most fits is not simply
+    'calibrated'; a method with flagged quantities says how many; one with no fits says so."""
+    import pandas as pd
+
+    from workbench.calibration.sbc import verdicts
+
+    p = pd.DataFrame({"a": [0.5, 0.5, 0.5, np.nan], "b": [0.4, 0.6, 1e-6, np.nan]},
+                     index=["NUTS", "Laplace", "MeanFieldVI", "IS"])
+    fits = pd.DataFrame({"method": ["NUTS", "Laplace", "MeanFieldVI", "IS"], "fits": [40, 40, 40, 40],
+                         "unhealthy": [39, 3, 0, 40]})
+    flagged = {"NUTS": [], "Laplace": [], "MeanFieldVI": ["b"], "IS": []}
+    words = verdicts(flagged, p, fits)
+    assert words == {"NUTS": "calibrated, but 39 of 40 fits unhealthy", "Laplace": "calibrated (3 of 40 fits unhealthy)",
+                     "MeanFieldVI": "miscalibrated (1 quantity)", "IS": "no usable fits"}

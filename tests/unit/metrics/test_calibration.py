@@ -75,3 +75,28 @@ def test_a_calibration_cell_ranks_the_simulated_truth():
     assert out["_arrays"]["ranks"].shape == (3,) and np.all((out["_arrays"]["pit"] > 0) & (out["_arrays"]["pit"] < 1))
     with pytest.raises(ValueError, match="not a simulated data set"):
         calibration_ranks(res, base)
+
+
+def test_the_tested_family_leaves_out_constants_mirror_entries_and_monotone_transforms():
+    """An LKJ covariance's quantities: its correlation matrix has a diagonal of ones (constant)
+    and mirror entries [j, i]; its packed coordinates are the Cholesky factor's entries (equal)
+    or their logs (monotone). Holm over all of them would spend power on ties and copies."""
+    pm = pytest.importorskip("pymc")
+    from workbench.metrics.calibration import tested_quantities
+
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        chol, corr, sds = pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=3),
+                                            compute_corr=True)
+        pm.MvNormal("y", mu=np.zeros(3), chol=chol, observed=rng.normal(size=(20, 3)))
+    target = wb.Target.from_pymc(model, observed_as_data=True)
+    names = quantity_names(target)
+    tested, left_out = tested_quantities(target)
+    assert set(tested) | set(left_out) == set(names) and not set(tested) & set(left_out)
+    for i in range(3):
+        assert left_out[f"chol_corr[{i},{i}]"] == "constant over the prior"
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        assert f"chol_corr[{i},{j}]" in tested and left_out[f"chol_corr[{j},{i}]"] == f"equal to chol_corr[{i},{j}]"
+    packed = [n for n in names if n.startswith("chol_cholesky-cov-packed__")]
+    assert len(packed) == 6 and not set(packed) & set(tested)  # each a copy or the log of a chol[k]
+    assert LOG_LIK in tested and len(tested) == len(names) - 13
