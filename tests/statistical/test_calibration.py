@@ -25,7 +25,7 @@ def test_nuts_is_calibrated_on_non_centred_eight_schools_and_a_conjugate_regress
     # verdict says so rather than "calibrated" alone
     fits = cal.fits.set_index("method").loc["NUTS"]
     if fits["unhealthy"] > fits["fits"] / 2:
-        assert f"NUTS calibrated, but {fits['unhealthy']} of {fits['fits']} fits unhealthy" in cal.finding
+        assert f"NUTS calibrated, but {int(fits['unhealthy'])} of {int(fits['fits'])} fits unhealthy" in cal.finding
     # the page states the power at 200 simulations: measured, a 30% shortfall of the sd is seen in 90% of
     # calibrations (at the Bonferroni level over 5-11 quantities; a 25% shortfall in 82-89%)
     assert cal.power["smallest_90"] <= 0.3 and "Power of this calibration (200 simulations" in cal.page.read_text()

@@ -60,7 +60,7 @@ def test_samplers_count_and_report_nan_densities(method):
     n_nan = res.info["nan_density_evals"]
     assert n_nan > 30
     (message,) = [m for m in res.messages if m.startswith("NaN density")]
-    assert f"NaN at {n_nan} of " in message
+    assert f"NaN (or +inf, an overflow) at {n_nan} of " in message
     assert "nan_density" not in res.stats  # counted, not kept as a per-draw statistic
     assert "NaN density" in wb.diagnostics.health_flags(res.messages).split(", ")
     # the same sampler on the same density without the NaN region says nothing
@@ -98,7 +98,7 @@ def test_importance_sampling_gives_nan_densities_weight_zero_and_counts_them():
     beyond = x[:, 0] > 1.5  # exactly where the density is NaN
     assert res.info["nan_density_evals"] == beyond.sum() > 100
     assert np.all(log_w[beyond] == -np.inf) and np.all(np.isfinite(log_w[~beyond]))
-    assert f"NaN at {beyond.sum()} of 4000 draws" in " ".join(res.messages)
+    assert f"NaN (or +inf, an overflow) at {beyond.sum()} of 4000 draws" in " ".join(res.messages)
     # q is the target where the density is finite: log Z is log P(x0 <= 1.5) up to Monte Carlo error
     from scipy.stats import norm
 
