@@ -89,8 +89,10 @@ def _list() -> int:
     from .targets import posteriors
 
     print("\nBundled posteriors (workbench compare NAME; wb.posteriors.load(NAME)):")
-    for name, text in posteriors.available().items():
-        print(f"  {name:<26}{text}")
+    bundled = posteriors.available()
+    width = max(map(len, bundled)) + 2
+    for name, text in bundled.items():
+        print(f"  {name:<{width}}{text}")
     print("\nStudies (workbench study NAME, or python studies/NAME.py):")
     for name, text in available_studies().items():
         print(f"  {name:<22}{text}")
