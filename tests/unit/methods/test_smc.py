@@ -247,16 +247,3 @@ def test_a_run_with_too_few_particles_for_its_dimension_says_so():
     assert "few particles" in health_flags(res.messages).split(", ")
     err = np.abs(res.flat_draws().mean(axis=0) - t.truth.mean) / t.truth.sd
     assert err.max() > 0.3  # the runs are far off, as the flag says
-
-
-def test_runs_that_disagree_beyond_their_errors_are_flagged():
-    """Four runs in one peak each of a 3-peak mixture: their means differ by many standard errors."""
-    from workbench.smc.health import disagreement_message, runs_disagreement
-
-    rng = np.random.default_rng(0)
-    same = [rng.normal(size=(500, 2)) for _ in range(4)]
-    flat = [np.zeros(500)] * 4
-    assert disagreement_message(runs_disagreement(same, flat), ("a", "b")) == []
-    apart = [x + shift for x, shift in zip(same, ([0, 0], [5, 0], [0, 5], [0, 0]))]
-    (message,) = disagreement_message(runs_disagreement(apart, flat), ("a", "b"))
-    assert message.startswith("runs disagree: the independent runs' means of")
