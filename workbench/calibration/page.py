@@ -138,9 +138,7 @@ def coverage_figure(result, folder, prefix: str = "") -> str | None:
 
 
 def fits_table(result) -> pd.DataFrame:
-    from .sbc import verdicts
-
-    words = verdicts(result.flagged, result.p_values, result.fits)
+    words = result.verdicts
     rows = []
     for _, r in result.fits.iterrows():
         method = r["method"]

@@ -62,6 +62,7 @@ class Calibration:
     run: object = field(default=None, repr=False)
     tested: tuple = ()  # the family of quantities tested (metrics.calibration.tested_quantities)
     left_out: dict = field(default_factory=dict)  # the others, and why each is not tested
+    verdicts: dict = field(default_factory=dict)  # method -> its verdict in words (:func:`verdicts`)
 
     def calibrated(self, method: str) -> bool:
         """No quantity of ``method`` flagged (and its fits ran)."""
@@ -233,7 +234,8 @@ def result_of(run, target, specs, quantities, level, target_label: str | None = 
     text = finding(flagged, pit, quantities, p, fits, level, n_sims)
     return Calibration(target=target, methods=[m for m, _ in specs], quantities=tuple(quantities), ranks=ranks,
                        pit=pit, n_ranked=n_ranked, p_values=p, flagged=flagged, level=level, vsbc=vsbc, fits=fits,
-                       power=power, finding=text, tested=tested, left_out=left_out)
+                       power=power, finding=text, tested=tested, left_out=left_out,
+                       verdicts=verdicts(flagged, p, fits))
 
 
 def _resolve(model, backend: str) -> tuple[Target, dict, bool]:
