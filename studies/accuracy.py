@@ -20,8 +20,8 @@ import pandas as pd
 from workbench.study import Cell, Figure, Page, Study, main_for, target_label
 from workbench.study import figures as F
 from workbench.study.panel import CHAINS, FLOW_NUTS, flow_nuts, method_panel
-from workbench.targets.specs import build_target
 from workbench.study.verdict import health_audit_text, verdict_headline
+from workbench.targets.specs import build_target
 
 TARGETS = [
     ("gaussian d=10", {"factory": "gaussian", "dim": 10, "scales": "logspace"}),

@@ -26,9 +26,15 @@ import pandas as pd
 from scipy import stats
 
 from workbench.study import Cell, Figure, Page, Study, main_for
-from workbench.study.analysis import loglog_slope, optimal_acceptance, r1_exact, r1_monte_carlo, r1_normal
-from workbench.study.style import method_style, method_styles
+from workbench.study.analysis import (
+    loglog_slope,
+    optimal_acceptance,
+    r1_exact,
+    r1_monte_carlo,
+    r1_normal,
+)
 from workbench.study.panel import FLOW_NUTS, flow_nuts
+from workbench.study.style import method_style, method_styles
 
 EXTRA = "chain_scaling"
 MAX_FLOATS = 20_000_000  # draws kept per run x d (160 MB): at high d the samplers keep fewer draws

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.methods import MAMS
-from workbench.methods.flow_metric import min_flow_budget
+from workbench.sampling.flow_metric import min_flow_budget
 from workbench.study import Cell, Figure, Page, Study, main_for
 from workbench.study import figures as F
 from workbench.study.panel import FLOW_NUTS, flow_nuts

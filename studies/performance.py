@@ -92,7 +92,7 @@ NUTPIE_CSV = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "nuts
 
 
 def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
-    """The recorded benchmark of NUTS against nutpie (``studies/mcmc_speed.py --nutpie``): a
+    """The recorded benchmark of NUTS against nutpie (``benchmarks/mcmc_speed.py --nutpie``): a
     sentence saying where we lead and where we trail, and the table; None before it is run."""
     if not NUTPIE_CSV.exists():
         return None
@@ -119,7 +119,7 @@ WHOLE_CALL_CSV = NUTPIE_CSV.with_name("whole_call_vs_nutpie.csv")
 
 
 def whole_call_comparison() -> tuple[str, pd.DataFrame] | None:
-    """The recorded whole-call timing against nutpie (``studies/mcmc_speed.py --whole-call``)."""
+    """The recorded whole-call timing against nutpie (``benchmarks/mcmc_speed.py --whole-call``)."""
     if not WHOLE_CALL_CSV.exists():
         return None
     table = pd.read_csv(WHOLE_CALL_CSV)
@@ -136,7 +136,7 @@ BANANA_CSV = NUTPIE_CSV.with_name("banana_nuts.csv")
 
 
 def banana_health() -> tuple[str, pd.DataFrame] | None:
-    """The recorded long runs of NUTS's settings on the banana (``studies/mcmc_speed.py
+    """The recorded long runs of NUTS's settings on the banana (``benchmarks/mcmc_speed.py
     --banana``): a sentence on what 4 x 1,000 draws can hold there, and the table."""
     if not BANANA_CSV.exists():
         return None
@@ -183,7 +183,7 @@ def report(run, folder) -> Page:
         sentence, frame = nutpie
         finding += " " + sentence
         tables.insert(1, ("NUTS against nutpie, each at its own defaults (4 chains x 1,000 draws; nutpie's "
-                          "tuning steps in nutpie_tune; recorded by studies/mcmc_speed.py --nutpie, nutpie run "
+                          "tuning steps in nutpie_tune; recorded by benchmarks/mcmc_speed.py --nutpie, nutpie run "
                           "in its own venv on the same densities)", frame))
     whole = whole_call_comparison()
     if whole is not None:
@@ -191,7 +191,7 @@ def report(run, folder) -> Page:
         finding += " " + sentence
         tables.insert(1, ("The whole call on gauss100, as a user times it: NUTS().run() and nutpie.sample at their "
                           "defaults, kernels compiled beforehand; our health check is computed when first read "
-                          "(recorded by studies/mcmc_speed.py --whole-call)",
+                          "(recorded by benchmarks/mcmc_speed.py --whole-call)",
                           frame[["tool", "call_seconds", "health_seconds", "fixed_seconds", "ess_bulk_min",
                                  "ess_per_second", "ess_per_second_with_health", "ratio_to_nutpie"]]))
     banana = banana_health()
@@ -206,7 +206,7 @@ def report(run, folder) -> Page:
             "short_runs_passing": f"pass (of {n})", "short_runs_ess_400": f"ESS>=400 (of {n})"})
         tables.insert(1, (f"NUTS's settings on the banana: ESS per draw over long runs ({frame['draws'].iloc[0]} "
                           f"draws, {frame['seeds'].iloc[0]} seeds); runs of 4 x 1,000 draws passing R-hat <= 1.01 "
-                          f"and ESS >= 400 (studies/mcmc_speed.py --banana)", shown))
+                          f"and ESS >= 400 (benchmarks/mcmc_speed.py --banana)", shown))
     if len(sweep):
         tables.insert(1, ("Dimension sweep (median over seeds)", sweep.groupby(["method", "dim"], sort=False)
                           [["grad_evals", "ess_bulk_min", "ess_per_1k_grad", "overhead"]].median().reset_index()))

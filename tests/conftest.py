@@ -17,11 +17,10 @@ import pytest
 def quick_study(tmp_path_factory):
     """``quick_study(name) -> (run, page)``: the study's quick mode, run once per test session
     into one shared output folder and cache (so reference posteriors are computed once)."""
-    from workbench.study import load_study, make_executor, run_and_report
-
     import dataclasses
 
     from tests.study_fixtures import smallest_budgets
+    from workbench.study import load_study, make_executor, run_and_report
 
     out = tmp_path_factory.mktemp("quick_reports")
     done = {}

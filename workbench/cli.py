@@ -17,7 +17,6 @@ import argparse
 import sys
 
 
-
 def _parser() -> argparse.ArgumentParser:
     from .study.options import add_arguments
 

@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from .references import REFERENCE_RUNS
-from .target import Target
 from .study.options import RunOptions
 from .study.verdict import ACCURATE_W1, noise_floors
+from .target import Target
 from .targets.specs import resolve
 
 QUICK_BUDGETS = (10_000, 100_000)

@@ -1,4 +1,6 @@
 """Rank-normalised R-hat and bulk and tail ESS of every coordinate at once: ArviZ's numbers.
+(The numbers only; ``diagnostics.py`` turns them, with divergences, tree depth and E-BFMI,
+into a run's health and its messages.)
 
 The estimators are those of Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021),
 "Rank-normalization, folding, and localization: an improved R-hat for assessing convergence

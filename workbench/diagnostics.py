@@ -1,4 +1,5 @@
-"""Run health: is a sampler's output fit to be trusted?
+"""Run health: is a sampler's output fit to be trusted? (The thresholds and messages; the
+R-hat and ESS numbers themselves are computed in ``convergence.py``.)
 
 The checks and thresholds are the ones Stan, ArviZ and posteriordb use (Vehtari, Gelman,
 Simpson, Carpenter and Bürkner 2021, "Rank-normalization, folding, and localization: an

@@ -17,7 +17,6 @@ from . import density_faults
 from .errors import TargetError, format_point
 
 
-
 def _is_target(obj) -> bool:
     # a duck check: this module sits below target.py (Target builds on it)
     return all(hasattr(obj, a) for a in ("kernel_logp_grad", "kernel_data", "dim", "initial_point", "check_point"))

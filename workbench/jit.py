@@ -34,11 +34,9 @@ from __future__ import annotations
 import math
 import threading
 import typing
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numba
-import numpy as np
 from numba import types
 
 VEC = types.float64[::1]
@@ -253,7 +251,7 @@ CHAIN_RETURN = types.Tuple((types.int64, types.int64, types.int64, types.float64
 of which in warmup, one float of the method's choosing, e.g. the final step size)."""
 
 # The control array a kernel shares with the Python thread that runs it (int64[::1], one row
-# of the (tasks, 2) array ``methods.base.run_in_threads`` polls): the kernel writes its
+# of the (tasks, 2) array ``running.threads.run_in_threads`` polls): the kernel writes its
 # progress into C_PROGRESS and stops at its next iteration when C_STOP is set (Ctrl-C).
 # Chain kernels get two more columns and keep their gradient counts there (total, and in
 # warmup), so a chain whose density raises part-way still reports its cost.

@@ -98,3 +98,9 @@ else:  # pragma: no cover
         """Fills the 1-D array ``out`` with N(0, 1) draws."""
         for i in range(out.size):
             out[i] = rng.standard_normal()
+
+
+def chain_rngs(seed: int, n: int) -> list[np.random.Generator]:
+    """One independent generator per chain (or restart, or path), derived from ``seed`` with
+    ``SeedSequence.spawn``: a run's draws do not depend on how its work is scheduled."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]

@@ -24,9 +24,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from . import adapters, density_faults, jit
-from .fingerprint import dependency_digest
 from .errors import NonFiniteDensityError, SlowGradientWarning, TargetError, format_point
-
+from .fingerprint import dependency_digest
 from .gradient_check import verify_gradient
 from .target_forms import Generative, Identified, Reparametrization
 from .truth import Truth

@@ -16,7 +16,6 @@ from numba.core.registry import CPUDispatcher
 from .errors import TargetError
 
 
-
 def _is_numba_function(fn) -> bool:
     return isinstance(fn, CPUDispatcher)
 

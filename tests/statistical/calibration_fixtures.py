@@ -4,7 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.methods.base import Method, RunClock
+from workbench.running.clock import RunClock
+from workbench.running.method import Method
 
 
 @dataclass(frozen=True)

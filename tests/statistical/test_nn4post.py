@@ -215,7 +215,7 @@ def _peak_weights(q, target):
 @pytest.mark.parametrize("dim", [100, 1000])
 def test_defaults_find_the_papers_three_peaks_with_their_weights(dim):
     """The nn4post benchmark (sec. 7.1.1): weights 0.05 / 0.25 / 0.70 at -3, 0, +3 times ones.
-    From the defaults every peak gets its weight to 0.02 (studies/vi_speed.py runs N_d = 10^4)."""
+    From the defaults every peak gets its weight to 0.02 (benchmarks/vi_speed.py runs N_d = 10^4)."""
     t = wb.targets.gaussian_mixture(dim, weights=[0.05, 0.25, 0.70], means=[-3.0, 0.0, 3.0], scales=math.log(2))
     res = wb.methods.NN4Post(progress=False, steps=2000).run(t, seed=1)
     assert res.info["mode_search"]["modes"] == 3

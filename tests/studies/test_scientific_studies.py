@@ -234,7 +234,11 @@ def test_the_quick_report_renders(quick_study, name):
     if name == "performance":
         perf = pd.read_csv(run.out / "quick" / "performance" / "table.csv")
         assert {"ess_per_second", "ess_per_1k_grad", "overhead", "grad_seconds"} <= set(perf.columns)
-        assert (perf["overhead"].dropna() > 0.5).all()
+        # the ratio as defined (its size is the benchmark's to report: timings here are shared-machine noise)
+        timed = perf.dropna(subset=["overhead"])
+        assert len(timed) and (timed["overhead"] > 0).all()
+        expected = timed["wall_seconds"] / (timed["grad_evals"] * timed["grad_seconds"])
+        assert np.allclose(timed["overhead"], expected, rtol=1e-9)
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+
 def _adapter_values(adapter, target, theta):
     import numpy as np
 

@@ -14,8 +14,8 @@ import workbench as wb
 from tests import user_functions as uf
 from workbench import cli
 from workbench.comparison import recommendation
-from workbench.targets.specs import resolve
 from workbench.errors import TargetError
+from workbench.targets.specs import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "user_target.py"

@@ -4,7 +4,6 @@ import re
 from pathlib import Path
 
 import numba
-import numpy as np
 import pytest
 
 from workbench.jit import HOUSE_OPTIONS, REASSOC, jit

@@ -104,7 +104,7 @@ def test_a_samplers_health_check_waits_until_its_messages_or_info_are_read(monke
     """ArviZ's R-hat and ESS of every coordinate cost ten times a small run's sampling: run()
     leaves them until the result's messages or info are first read, then runs them once."""
     import workbench as wb
-    from workbench.methods import sampling
+    from workbench.sampling import chain_sampler as sampling
 
     calls = []
     real = sampling.chain_diagnostics

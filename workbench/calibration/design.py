@@ -3,7 +3,8 @@ grid of (simulation x method) cells the study runner runs, caches and resumes.""
 
 from __future__ import annotations
 
-from ..methods import Method, available as method_names, method_class
+from ..methods import Method, method_class
+from ..methods import available as method_names
 from ..study.cells import Cell
 from ..study.panel import FLOW_NUTS, flow_nuts, method_panel
 

@@ -11,7 +11,7 @@ and at the last warmup iteration the step becomes the dual-averaging average
 (``FINAL_STEP``). The kernel (``chains.py``) only reads the flags.
 
 **The windowed schedule's choices** ("diag", "low_rank", "dense"), each measured against
-nutpie 0.16 on the same densities (``studies/mcmc_speed.py --nutpie``; median of 5 seeds, min
+nutpie 0.16 on the same densities (``benchmarks/mcmc_speed.py --nutpie``; median of 5 seeds, min
 bulk ESS per 1,000 gradients, warmup included):
 
 - the lengths and windows are nutpie's (nuts-rs ``adapt_strategy.rs``: 30% early, switches

@@ -23,11 +23,29 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..jit import (C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, kernel_settings,
-                   settings_type, target_kernel)
+from ..jit import (
+    C_EVALS,
+    C_PROGRESS,
+    C_STOP,
+    C_WARMUP_EVALS,
+    CHAIN_RETURN,
+    INDEX,
+    MATRIX,
+    RNG,
+    VEC,
+    jit,
+    kernel_settings,
+    settings_type,
+    target_kernel,
+)
 from . import adaptation as A
 from .metric import (
-    from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient,
+    from_position,
+    from_transformed_gradient,
+    metric_transform,
+    momentum_sd,
+    to_position,
+    to_transformed_gradient,
 )
 from .step_size import dual_averaging_start, dual_averaging_update, find_reasonable_step_size
 from .termination import N_CHECKPOINT_ROWS, NAN_COUNT

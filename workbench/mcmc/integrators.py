@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-
 from ..jit import jit
 from .metric import potential
 

@@ -22,17 +22,27 @@ unused); these calls are what ``grad_evals`` counts, so budgets compare across m
 from __future__ import annotations
 
 import math
-
 from typing import NamedTuple
 
 import numpy as np
 from numba import types
 
-from ..jit import (C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, kernel_settings,
-                   settings_type, target_kernel)
+from ..jit import (
+    C_EVALS,
+    C_PROGRESS,
+    C_STOP,
+    C_WARMUP_EVALS,
+    CHAIN_RETURN,
+    INDEX,
+    MATRIX,
+    RNG,
+    VEC,
+    kernel_settings,
+    settings_type,
+    target_kernel,
+)
 from ..rng import fill_standard_normal
 from .adaptation import stan_regularised_variance, welford_add, welford_reset
-
 
 
 class RandomWalkSettings(NamedTuple):

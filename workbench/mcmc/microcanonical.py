@@ -29,8 +29,20 @@ from typing import NamedTuple
 import numpy as np
 from numba import types
 
-from ..jit import C_EVALS, C_PROGRESS, C_STOP, C_WARMUP_EVALS, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, \
-    settings_type, target_kernel
+from ..jit import (
+    C_EVALS,
+    C_PROGRESS,
+    C_STOP,
+    C_WARMUP_EVALS,
+    INDEX,
+    MATRIX,
+    RNG,
+    VEC,
+    jit,
+    kernel_settings,
+    settings_type,
+    target_kernel,
+)
 from .adaptation import welford_add
 from .isokinetic import LEAPFROG, N_WORK, isokinetic_step, partial_refresh, random_unit_vector
 from .step_size import DualAveraging, dual_averaging_update

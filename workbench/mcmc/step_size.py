@@ -17,9 +17,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-
 from ..jit import jit
-
 from .integrators import leapfrog
 from .metric import kinetic_energy, sample_momentum
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 
-
 from ..jit import jit
 from .integrators import integrate, leapfrog_leaf
 from .metric import kinetic_energy, sample_momentum

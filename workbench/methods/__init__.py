@@ -5,9 +5,15 @@ Settings share names across methods: ``chains``, ``warmup``, ``draws`` for sampl
 
 ``build_method({"method": "NUTS", "chains": 2})`` builds one from a spec (studies, caches);
 ``available()`` lists the method names.
+
+This package holds the methods, one module each (or a family's: ``hmc.py`` has HMC and NUTS).
+What they share is below them: ``workbench/running/`` (any run), ``workbench/sampling/`` (the
+MCMC samplers), ``workbench/fitting/`` (the fitted approximations and importance weights); their
+compiled kernels are in ``workbench/mcmc/``, ``workbench/vi/`` and ``workbench/smc/``.
 """
 
-from .base import Method
+from ..fitting.health import VIDivergenceError
+from ..running.method import Method, declared_methods
 from .batch_and_match import BatchAndMatch
 from .dadvi import DADVI
 from .exact import Exact
@@ -19,16 +25,12 @@ from .laplace import Laplace, LaplaceError
 from .metropolis import IndependenceMH, RandomWalkMH
 from .microcanonical import MAMS, MCLMC
 from .nn4post import MeanFieldVI, NN4Post
-from .vi_health import VIDivergenceError
 from .pathfinder import Pathfinder, PathfinderError
 from .smc import SMC, SMCError
 
-
-# the built-in methods, by the name a spec's "method" gives
-METHODS: dict[str, type] = {cls.__name__: cls for cls in (
-    Exact, RandomWalkMH, IndependenceMH, HMC, NUTS, MAMS, MCLMC, ImportanceSampling, RejectionSampling, SMC,
-    Laplace, NN4Post, MeanFieldVI, FullRankVI, Pathfinder, DADVI, BatchAndMatch, GMMVI,
-)}
+# the built-in methods, by the name a spec's "method" gives: every class of this package that
+# declares its family (running/method.py); a new method is its module and its import above
+METHODS: dict[str, type] = {cls.__name__: cls for cls in declared_methods() if cls.__module__.startswith(__name__ + ".")}
 
 
 def available() -> list[str]:
@@ -59,31 +61,5 @@ def build_method(spec: dict) -> Method:
     return method_class(settings.pop("method", None))(**settings)
 
 
-__all__ = [
-    "available",
-    "BatchAndMatch",
-    "build_method",
-    "DADVI",
-    "method_class",
-    "Exact",
-    "FullRankVI",
-    "GMMVI",
-    "HMC",
-    "ImportanceSampling",
-    "IndependenceMH",
-    "Laplace",
-    "LaplaceError",
-    "MAMS",
-    "MCLMC",
-    "MeanFieldVI",
-    "NN4Post",
-    "Method",
-    "NUTS",
-    "Pathfinder",
-    "PathfinderError",
-    "RandomWalkMH",
-    "RejectionSampling",
-    "SMC",
-    "SMCError",
-    "VIDivergenceError",
-]
+__all__ = ["Method", "available", "build_method", "method_class", "LaplaceError", "PathfinderError", "SMCError",
+           "VIDivergenceError", *sorted(METHODS)]

@@ -31,12 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..approximations import Gaussian
+from ..fitting.health import PSISResampled, khat_reserve, pareto_check, without_reserve
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.method import Examples, Method
+from ..running.threads import run_in_threads
+from ..running.validation import check_positive, check_positive_int
 from ..smc.mutation import evaluate as evaluate_kernel
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .vi_health import PSISResampled, khat_reserve, pareto_check, without_reserve
 
 DEFAULT_STEPS = 200
 
@@ -100,6 +104,10 @@ class BatchAndMatch(PSISResampled, Method):
     lambda_t = lambda_0 / (t + 1) (default B d, the paper's); ``math.inf`` gives Gaussian score
     matching. Starts at N(initial point, I) unless ``init_scale`` says otherwise. ``draws``
     from the fit per chain."""
+
+    family = "VI"
+    colour, marker = "#661100", "+"
+    examples = Examples(quick={"draws": 300}, budget=600, long={"steps": 10**6, "batch_size": 100})
 
     batch_size: int = 20
     steps: int | None = None

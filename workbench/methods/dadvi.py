@@ -13,12 +13,23 @@ from scipy import optimize
 from .. import modes as M
 from ..approximations import Gaussian
 from ..errors import NonFiniteDensityError
+from ..fitting.health import (
+    PARETO_K_OK,
+    PSISResampled,
+    funnel_message,
+    khat_reserve,
+    pareto_check,
+    without_reserve,
+)
 from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.method import Examples, Method
+from ..running.threads import run_in_threads
+from ..running.validation import check_positive, check_positive_int
+from ..sampling.chain_sampler import initial_points
 from ..target import Target
 from ..vi import fixed_draws as FD
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, run_in_threads
-from .vi_health import PARETO_K_OK, PSISResampled, funnel_message, khat_reserve, pareto_check, without_reserve
-from .sampling import initial_points
 
 # above this many variational parameters the Hessian (one forward difference of the gradient per
 # parameter, N gradients each) is not built: no linear response and no standard errors
@@ -74,6 +85,10 @@ class DADVI(PSISResampled, Method):
     covariance); ``info["converged"]`` says whether the gradient test was met. Every gradient
     of the optimiser, the Hessian and the k-hat check is counted.
     """
+
+    family = "VI"
+    colour, marker = "#DDCC77", "H"
+    examples = Examples(quick={"draws": 300}, budget=600, long={"n_draws": 20_000})
 
     n_draws: int | None = None
     antithetic: bool | None = None

@@ -8,8 +8,11 @@ import numpy as np
 
 from ..errors import TargetError
 from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.method import Examples, Method
+from ..running.validation import check_positive_int
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,11 @@ class Exact(Method):
     Carlo floor for the same number of draws. ``Budget(draws=...)`` overrides ``draws``;
     a gradient budget does not apply (nothing is evaluated).
     """
+
+    family = "reference"
+    colour, marker = "#000000", "o"
+    linestyle = "--"
+    examples = Examples(quick={"chains": 2, "draws": 100}, budget=None)
 
     chains: int = 4
     draws: int = 1000

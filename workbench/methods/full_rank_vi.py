@@ -14,31 +14,36 @@ from .. import modes as M
 from ..approximations import Gaussian
 from ..density_faults import original
 from ..errors import BudgetTooSmallError
-from ..jit import C_PROGRESS
-from ..result import Budget, Result
-from ..target import Target
-from ..vi import fit as F
-from ..vi import full_rank as FR
-from ..vi import natural_gradient as NG
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
-from .pathfinder import pathfinder_start
-from .vi_health import (
+from ..fitting.health import (
     DEFAULT_STEPS,
     PARETO_K_OK,
-    PSISResampled,
     RUNAWAY_NATS,
+    PSISResampled,
     VIDivergenceError,
     best_window_elbo,
     diverged_message,
     fit_messages,
     funnel_message,
-    not_converged_first,
     khat_reserve,
+    not_converged_first,
     note_rejected_steps,
     pareto_check,
     ran_away,
     without_reserve,
 )
+from ..jit import C_PROGRESS
+from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.faults import density_raised
+from ..running.method import Examples, Method
+from ..running.threads import run_in_threads
+from ..running.validation import check_positive, check_positive_int
+from ..target import Target
+from ..vi import fit as F
+from ..vi import full_rank as FR
+from ..vi import natural_gradient as NG
+from .pathfinder import pathfinder_start
 
 INITS = ("laplace", "mode", "point")
 OPTIMIZERS = ("natural", "adam")
@@ -96,6 +101,10 @@ class FullRankVI(PSISResampled, Method):
     window); ``result.stats`` holds the traces (ELBO, rate, gradient norms); the Pareto k-hat
     of q against the target is in ``result.info["pareto_k"]``, with a warning above 0.7.
     """
+
+    family = "VI"
+    colour, marker = "#117733", ">"
+    examples = Examples(quick={"steps": 2000, "draws": 300}, budget=3000, long={"steps": 10**6, "init": "point"})
 
     steps: int | None = None
     samples: int = 10

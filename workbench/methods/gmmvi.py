@@ -37,23 +37,7 @@ import numpy as np
 
 from ..approximations import FullCovarianceMixture, GaussianMixture
 from ..density_faults import original
-from ..jit import C_PROGRESS, C_STOP
-from ..result import Budget, Result
-from ..smc.mutation import evaluate as evaluate_kernel
-from ..target import Target
-from ..vi import gmm_updates as G
-from ..vi.fit import STATUS_BUDGET, STATUS_NONFINITE, STATUS_STEPS
-from .base import (
-    Method,
-    RunClock,
-    blas_controller,
-    chain_rngs,
-    check_positive,
-    check_positive_int,
-    density_raised,
-    run_in_threads,
-)
-from .gmmvi_state import (
+from ..fitting.gmmvi_state import (
     MixtureState,
     SampleDatabase,
     improvement_step_sizes,
@@ -61,7 +45,7 @@ from .gmmvi_state import (
     new_component_location,
     stagnating_components,
 )
-from .vi_health import (
+from ..fitting.health import (
     PSISResampled,
     fit_messages,
     khat_reserve,
@@ -69,6 +53,18 @@ from .vi_health import (
     pareto_check,
     without_reserve,
 )
+from ..jit import C_PROGRESS, C_STOP
+from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.faults import density_raised
+from ..running.method import Examples, Method
+from ..running.threads import blas_controller, run_in_threads
+from ..running.validation import check_positive, check_positive_int
+from ..smc.mutation import evaluate as evaluate_kernel
+from ..target import Target
+from ..vi import gmm_updates as G
+from ..vi.fit import STATUS_BUDGET, STATUS_NONFINITE, STATUS_STEPS
 
 DEFAULT_ITERATIONS = 2000
 INITIAL_WEIGHT = 1e-29  # a new component's weight (the authors' add_at_best_location)
@@ -109,6 +105,10 @@ class GMMVI(PSISResampled, Method):
     estimates); ``result.stats`` has the per-iteration ELBO estimate and number of components;
     the Pareto k-hat of q against the target is in ``result.info["pareto_k"]``.
     """
+
+    family = "VI"
+    colour, marker = "#EE3377", "x"
+    examples = Examples(quick={"steps": 100, "draws": 300}, budget=3000, long={"steps": 10**6, "samples_per_component": 1000})
 
     steps: int | None = None
     n_components: int = 1

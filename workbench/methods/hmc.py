@@ -12,7 +12,7 @@ during warmup, as ``metric`` says (``workbench/mcmc/adaptation.py``):
 - ``"dense"``: the full matrix, for d up to a few hundred;
 - ``"identity"``: no metric adaptation.
 
-``studies/mcmc_speed.py`` measures them side by side.
+``benchmarks/mcmc_speed.py`` measures them side by side.
 """
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ from ..mcmc import adaptation as A
 from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
+from ..running.method import Examples
+from ..running.threads import blas_controller
+from ..running.validation import check_positive, check_positive_int
+from ..sampling.chain_sampler import ChainSampler, checked_inv_metric, inv_metric_rows, start_chains
+from ..sampling.flow_metric import run_flow
 from ..target import Target
-from .base import blas_controller, check_positive, check_positive_int
-from .sampling import ChainSampler, checked_inv_metric, inv_metric_rows, start_chains
 
 WALNUTS_MAX_HALVINGS = 5  # a WALNUTS leaf takes 1, 2, ..., 32 micro steps (nuts-rs's default)
 
@@ -181,8 +184,6 @@ class _Hamiltonian(ChainSampler):
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
         if self.metric in ("flow", "auto"):
-            from .flow_metric import run_flow
-
             return run_flow(self, target, seed, budget)
         transformed = self.metric in ("low_rank", "dense")
         kernel = K.hamiltonian_chain if transformed else K.hamiltonian_chain_diag
@@ -288,6 +289,10 @@ class HMC(_Hamiltonian):
     2,000; L = 8 with jitter 0.3, R-hat 1.005 and 2,300. Set ``jitter=0`` for plain HMC.
     """
 
+    family = "MCMC"
+    colour, marker = "#56B4E9", "s"
+    examples = Examples(quick={"chains": 2, "warmup": 200, "draws": 1000}, budget=3000, long={"warmup": 10, "draws": 10**6})
+
     target_accept: float = 0.65
     n_leapfrog: int = 8
     jitter: float = 0.3
@@ -314,7 +319,7 @@ class NUTS(_Hamiltonian):
     warmup draws and their gradients rank the diagonal metric, the low-rank one and a learned
     flow by the Fisher divergence on held-out draws, and the chains go on with the winner; its
     warmup is 1,000 iterations, of which an easy posterior's diagonal metric spends about 300.
-    Measured against ``"diag"``, 5 seeds on eleven targets (``studies/nuts_geometry.py --auto``):
+    Measured against ``"diag"``, 5 seeds on eleven targets (``benchmarks/nuts_geometry.py --auto``):
     1.0-1.1x on Gaussians, 2-20x on correlated regressions, 16x on centred eight schools. Or
     ``"diag"`` (the default until 2026-11, and with ``warmup=0``; level with nutpie's default),
     ``"diag_stan"``, ``"low_rank"``, ``"dense"``, ``"flow"`` or ``"identity"``
@@ -353,6 +358,10 @@ class NUTS(_Hamiltonian):
     stays within ``walnuts_max_error`` (0.5, nuts-rs's default) along it, for posteriors whose
     curvature varies more than one step size can follow (the banana's arms, a funnel's neck).
     """
+
+    family = "MCMC"
+    colour, marker = "#0072B2", "o"
+    examples = Examples(quick={"chains": 2, "warmup": 200, "draws": 1000}, budget=3000, long={"warmup": 10, "draws": 10**6})
 
     metric: str | None = None  # "auto"; "diag" with warmup=0 or the deprecated adapt_mass
     warmup: int | None = None  # 1,000 with metric="flow" or "auto" (their phases fit the transform); else 400

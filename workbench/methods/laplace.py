@@ -24,13 +24,16 @@ import numpy as np
 from scipy import optimize
 
 from ..approximations import Gaussian
-from ..modes import hessian_by_differences
 from ..errors import WorkbenchError
+from ..fitting.health import KHAT_DRAWS, pareto_check
+from ..modes import hessian_by_differences
 from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.method import Examples, Method
+from ..running.peaks import approximation_peaks, search_limit
+from ..running.validation import check_positive_int
 from ..target import Target
-from .base import Method, RunClock, chain_rngs, check_positive_int
-from .peaks import approximation_peaks, search_limit
-from .vi_health import KHAT_DRAWS, pareto_check
 
 
 class LaplaceError(WorkbenchError, ValueError):
@@ -58,6 +61,10 @@ class Laplace(Method):
     regularize : float
         Added to the diagonal of -H (0: fail clearly when -H is not positive definite).
     """
+
+    family = "VI"
+    colour, marker = "#009E73", "X"
+    examples = Examples(quick={}, budget=None)
 
     starts: int = 0
     start_scale: float = 2.0

@@ -16,9 +16,10 @@ from ..approximations import check_proposal, draw_from
 from ..mcmc import metropolis as K
 from ..mcmc.adaptation import stan_windows
 from ..result import Budget, Result
+from ..running.method import Examples, Method
+from ..running.validation import check_positive_int
+from ..sampling.chain_sampler import ChainSampler, start_chains
 from ..target import Target
-from .base import Method, check_positive_int
-from .sampling import ChainSampler, start_chains
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,10 @@ class RandomWalkMH(ChainSampler):
     proposal sd. With ``adapt=True`` the warmup tunes the scale toward acceptance
     ``target_accept`` (0.234) and learns the sds from the warmup draws.
     """
+
+    family = "MCMC"
+    colour, marker = "#E69F00", "^"
+    examples = Examples(quick={"chains": 2, "warmup": 500, "draws": 2000}, budget=2000, long={"warmup": 10, "draws": 10**7})
 
     scale: float | None = None
     target_accept: float = 0.234
@@ -73,6 +78,10 @@ class IndependenceMH(Method):
     min(1, w(y) / w(x)), w = p / q. Works well when q is close to p and heavier-tailed
     (a Laplace or VI approximation, a Student-t). ``warmup`` draws are burn-in, kept apart.
     """
+
+    family = "MCMC"
+    colour, marker = "#999933", "v"
+    examples = Examples(quick={"chains": 2, "warmup": 500, "draws": 2000}, budget=2000, long={"warmup": 10, "draws": 10**6})
 
     proposal: Any = None
     chains: int = 4

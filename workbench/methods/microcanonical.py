@@ -24,7 +24,6 @@ Both honour a gradient budget: the tuning stages take at most 40% of it, the res
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -38,15 +37,18 @@ from ..mcmc import microcanonical as K
 from ..mcmc.adaptation import gradient_based_variance
 from ..mcmc.affine import affine_target, dense_factor
 from ..result import Budget, Result
-from ..target import Target
-from .base import check_positive, check_positive_int
-from .sampling import (
+from ..running.clock import PhasedClock
+from ..running.method import Examples
+from ..running.phases import Phases
+from ..running.validation import check_positive, check_positive_int
+from ..sampling.chain_sampler import (
     ChainSampler,
-    PhasedClock,
     checked_inv_metric,
     deferred_chain_health,
     inv_metric_rows,
 )
+from ..sampling.flow_metric import run_flow
+from ..target import Target
 
 TUNING_SHARE = 0.4  # under a budget, the share the tuning stages may spend
 
@@ -172,6 +174,10 @@ class MCLMC(_Microcanonical):
     chain (default 2,000).
     """
 
+    family = "MCMC"
+    colour, marker = "#888888", "8"
+    examples = Examples(quick={"chains": 2, "warmup": 300, "draws": 2000}, budget=3000, long={"warmup": 30, "draws": 10**6})
+
     warmup: int = 600
     draws: int = 2000
     thin: int = 1
@@ -251,6 +257,10 @@ class MAMS(_Microcanonical):
     tuning keeps (its first stage then tunes the step alone).
     """
 
+    family = "MCMC"
+    colour, marker = "#CC6677", "d"
+    examples = Examples(quick={"chains": 2, "warmup": 200, "draws": 1000}, budget=3000, long={"warmup": 10, "draws": 10**6})
+
     warmup: int | None = None  # 1,000 with metric="flow" or "auto" (their phases fit the transform); else 400
     draws: int = 1000
     target_accept: float = 0.9
@@ -277,8 +287,6 @@ class MAMS(_Microcanonical):
         if self.metric == "dense":
             return _dense_run(self, target, seed, budget)
         if self.metric in ("flow", "auto"):
-            from .flow_metric import run_flow
-
             return run_flow(self, target, seed, budget)
         return super()._run(target, seed, budget)
 
@@ -361,9 +369,9 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
     started = time.perf_counter()
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xDE5E]).spawn(2)]
     first_warmup = max(method.warmup // 2, 20)
-    first = dataclasses.replace(method, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20))
+    phases = Phases(method, budget)
     share = None if budget.grad_evals is None else int(DENSE_FIRST_SHARE * budget.grad_evals)
-    r1 = first.run(target, seed=seeds[0], grad_budget=share)
+    r1 = phases.run(target, seeds[0], share, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20))
     if r1.interrupted:  # Ctrl-C in the diagonal phase: that phase is the run
         return r1
     if r1.draws.shape[0] * r1.draws.shape[1] < 2:
@@ -373,10 +381,8 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
     mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))
     z0 = np.linalg.solve(chol, (r1.draws[:, -1] - mean).T).T
     n_draws = budget.draws if budget.draws is not None else method.draws
-    second = dataclasses.replace(method, metric="diag", warmup=max(method.warmup - first_warmup, 20), draws=n_draws,
-                                 init=z0)
-    rest = None if budget.grad_evals is None else budget.grad_evals - r1.cost.grad_evals
-    r2 = second.run(affine_target(target, mean, chol), seed=seeds[1], grad_budget=rest)
+    r2 = phases.run(affine_target(target, mean, chol), seeds[1], phases.rest(), metric="diag",
+                    warmup=max(method.warmup - first_warmup, 20), draws=n_draws, init=z0)
     draws = mean + r2.draws @ chol.T
     info = dict(r2.info)
     info["dense"] = {"mean": mean, "chol": chol, "first_grad_evals": r1.cost.grad_evals,
@@ -384,8 +390,8 @@ def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Res
     message = (f"metric='dense': whitened by the covariance of {info['dense']['first_draws']} draws of a diagonal "
                f"phase ({r1.cost.grad_evals:,} gradients, counted)")
     result = method.result(target, seed, draws,
-                           PhasedClock(time.perf_counter() - started, r1.cost.compile_seconds + r2.cost.compile_seconds),
-                           grad_evals=r1.cost.grad_evals + r2.cost.grad_evals,
+                           PhasedClock(time.perf_counter() - started, phases.compile_seconds),
+                           grad_evals=phases.spent,
                            warmup_grad_evals=r1.cost.grad_evals + r2.cost.warmup_grad_evals, stats=r2.stats,
                            messages=[message, *[m for m in r2.messages if not m.startswith("started from")]],
                            info=info, interrupted=bool(r1.interrupted or r2.interrupted))

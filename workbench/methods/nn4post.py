@@ -12,34 +12,38 @@ from typing import Any
 
 import numpy as np
 
-from .. import modes as M
 from ..approximations import GaussianMixture
 from ..density_faults import original
-from ..jit import C_PROGRESS, C_STOP
-from ..result import Budget, Result
-from ..target import Target
-from ..vi import fit as F
-from ..vi.elbo import GAUGES
-from .base import Method, RunClock, chain_rngs, check_positive_int, density_raised, run_in_threads
-from .component_adaptation import ComponentAdapter
-from .mixture_start import QUIET_STARTS, initial_parameters, mode_search
-from .pathfinder import pathfinder_start
-from .vi_health import (
+from ..fitting.component_adaptation import ComponentAdapter
+from ..fitting.health import (
     DEFAULT_STEPS,
-    PSISResampled,
     KHAT_DRAWS,
+    PSISResampled,
     VIDivergenceError,
     best_window_elbo,
     diverged_message,
     fit_messages,
     funnel_message,
-    not_converged_first,
     khat_reserve,
+    not_converged_first,
     note_rejected_steps,
     pareto_check,
     ran_away,
     without_reserve,
 )
+from ..fitting.mixture_start import QUIET_STARTS, initial_parameters, mode_search
+from ..jit import C_PROGRESS, C_STOP
+from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.faults import density_raised
+from ..running.method import Examples, Method
+from ..running.threads import run_in_threads
+from ..running.validation import check_positive_int
+from ..target import Target
+from ..vi import fit as F
+from ..vi.elbo import GAUGES
+from .pathfinder import pathfinder_start
 
 INITS = ("modes", "box")
 
@@ -110,6 +114,10 @@ class NN4Post(PSISResampled, Method):
     target from its draws (Yao et al. 2018; ArviZ's PSIS) in ``result.info["pareto_k"]`` and
     warns above 0.7.
     """
+
+    family = "VI"
+    colour, marker = "#882255", "*"
+    examples = Examples(quick={"n_components": 2, "steps": 2000, "draws": 300}, budget=3000, long={"n_components": 2, "steps": 10**6, "init": "box"})
 
     n_components: int = 5
     steps: int | None = None
@@ -424,6 +432,10 @@ class NN4Post(PSISResampled, Method):
 @dataclass(frozen=True)
 class MeanFieldVI(NN4Post):
     """Mean-field Gaussian VI (Bayes by Backprop): ``NN4Post`` with one component."""
+
+    family = "VI"
+    colour, marker = "#44AA99", "h"
+    examples = Examples(quick={"steps": 2000, "draws": 300}, budget=3000, long={"steps": 10**6, "init": "box"})
 
     n_components: int = 1
 

@@ -13,16 +13,31 @@ import numpy as np
 
 from ..density_faults import original
 from ..errors import BudgetTooSmallError, WorkbenchError
+from ..fitting.health import (
+    PARETO_K_GOOD,
+    mean_shift_message,
+    outside_support_message,
+    weighted_mean_shift,
+)
+from ..fitting.importance_weights import (
+    compute_log_ratios,
+    log_evidence,
+    log_ratios,
+    pareto_khat,
+    resample,
+)
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
+from ..rng import chain_rngs
+from ..running.clock import RunClock
+from ..running.faults import density_raised
+from ..running.method import Examples, Method
+from ..running.peaks import approximation_peaks, search_limit
+from ..running.threads import run_in_threads
+from ..running.validation import check_positive, check_positive_int
+from ..sampling.chain_sampler import initial_points
 from ..target import Target
 from ..vi import pathfinder as P
-from .base import Method, RunClock, chain_rngs, check_positive, check_positive_int, density_raised, run_in_threads
-from .importance import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
-from .peaks import approximation_peaks, search_limit
-from .vi_health import PARETO_K_GOOD, mean_shift_message, outside_support_message, weighted_mean_shift
-from .sampling import initial_points
-
 
 # Paths whose best Gaussians' centres lie further apart than this, in the resampled draws' sds,
 # found different optima: measured, on eight schools (non-centred) 1.7-2.4 where the draws end
@@ -94,6 +109,10 @@ class Pathfinder(Method):
     best iterate and how it ended (with several paths also the pool's normalised log weights
     and their ESS fraction).
     """
+
+    family = "VI"
+    colour, marker = "#332288", "<"
+    examples = Examples(quick={"paths": 2, "draws": 200}, budget=1000)
 
     paths: int = 1
     history_size: int = 6

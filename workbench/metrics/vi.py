@@ -10,7 +10,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 
-
 def mean_field_sd(cov: np.ndarray) -> np.ndarray:
     """The sds of the KL(q||p)-optimal mean-field Gaussian for a Gaussian p: 1 / sqrt((Sigma^-1)_jj)."""
     return 1.0 / np.sqrt(np.diag(np.linalg.inv(cov)))
@@ -49,7 +48,7 @@ def vi_quality(result, target, reference=None) -> dict:
     log Z with q as proposal (a lower bound in expectation; ``log_z_is_khat`` is its Pareto
     k-hat diagnostic). The per-iteration ELBO estimate
     and smallest weight c_i, in block means, go to "_arrays"."""
-    from ..methods.importance import compute_log_ratios, pareto_khat
+    from ..fitting.importance_weights import compute_log_ratios, pareto_khat
 
     q = result.approximation
     x = q.sample(VI_DRAWS, np.random.default_rng(777))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from ..cache import data_digest
 from ..target import Target
 from .recipe import (
     DEFAULT_REFERENCE,
@@ -33,7 +34,6 @@ from .recipe import (
 )
 from .record import CROSS_CHECK_MCSE, Reference
 from .shipped import shipped_reference
-from ..cache import data_digest
 from .store import (
     default_cache_dir,
     load_reference,

@@ -24,7 +24,17 @@ from typing import NamedTuple
 import numpy as np
 from numba import types
 
-from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, settings_type, target_kernel
+from ..jit import (
+    C_STOP,
+    INDEX,
+    MATRIX,
+    RNG,
+    VEC,
+    jit,
+    kernel_settings,
+    settings_type,
+    target_kernel,
+)
 from ..mcmc.metric import kinetic_energy, momentum_sd, sample_momentum
 from ..numerics import mvn_logp_grad
 from ..rng import fill_standard_normal
@@ -240,3 +250,60 @@ def _evaluate(logp_grad, data, x, grads, lp, control):
 evaluate = target_kernel(
     lambda t: types.int64(t.logp_grad, t.data, MATRIX, MATRIX, VEC, INDEX),
 )(_evaluate)
+
+
+# -- how the particles are moved: the halves, the metric from the particles, what the moves left
+
+
+def split_halves(n: int) -> tuple[tuple[slice, slice], tuple[slice, slice]]:
+    """(moving, other) slices of the particles: each half moves with a metric estimated from the other.
+
+    Why: a metric estimated from the particles that it moves is not a fixed kernel for any of
+    them. Each particle's own position enters the covariance it is moved with, which stretches
+    the moves along where it already is. The population then settles too wide, by about d^2 / n
+    in E[x^T Sigma^-1 x]. Measured on the 0.8-correlated 50-d Gaussian with 2,000 particles:
+    51.4 instead of 50 after 40 moves re-estimated before each. That bias adds up over the
+    tempering ladder: log Z came out -4.5 too low over 97 stages. Given the other half, the
+    kernel is fixed, so a population of i.i.d. draws of pi_b stays one (Gibbs over the halves).
+    """
+    h = n // 2
+    return (slice(0, h), slice(h, n)), (slice(h, n), slice(0, h))
+
+
+def stage_correlation(start: np.ndarray, now: np.ndarray, log_w: np.ndarray) -> float:
+    """The weighted correlation between the particles' positions at the start of a stage's moves
+    and now, averaged over the coordinates: how much of where they started they still remember."""
+    w = np.exp(log_w - np.max(log_w))
+    w /= w.sum()
+    a = start - w @ start
+    b = now - w @ now
+    cov = w @ (a * b)
+    sd = np.sqrt((w @ (a * a)) * (w @ (b * b)))
+    ok = sd > 0
+    return float(np.mean(np.abs(cov[ok] / sd[ok]))) if np.any(ok) else 0.0
+
+
+def particle_metric(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray,
+                     dense: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(inv_mass, chol) for the mutation kernel from the weighted particles ``x``: their variances,
+    and with ``dense`` the lower Cholesky factor of their covariance (else a (1, 1) stand-in,
+    which the kernel reads as "diagonal"). Where the particles have collapsed onto one value
+    (variance 0 or not finite) the previous variances are kept, and a covariance that is not
+    positive definite falls back to the diagonal."""
+    w = np.exp(log_w - np.max(log_w))
+    w /= w.sum()
+    mean = w @ x
+    centred = x - mean
+    var = w @ centred**2
+    good = np.isfinite(var) & (var > 0)
+    inv_mass = np.ascontiguousarray(np.where(good, var, previous))
+    if dense and np.all(good):
+        cov = (centred * w[:, None]).T @ centred
+        try:
+            return inv_mass, np.ascontiguousarray(np.linalg.cholesky(cov))
+        except np.linalg.LinAlgError:
+            pass
+    return inv_mass, DIAGONAL_METRIC
+
+
+DIAGONAL_METRIC = np.zeros((1, 1))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 STUDIES_DIR = Path(os.environ.get("WORKBENCH_STUDIES", Path(__file__).resolve().parents[2] / "studies"))
 
-# studies run by `make report`, in this order (benchmark scripts like mcmc_speed are not studies)
+# studies run by `make report`, in this order (benchmark scripts are apart, under benchmarks/)
 REPORT_ORDER = ("accuracy", "performance", "marginalization", "dimension_scaling", "nn4post_ablation", "theorem1", "minibatch")
 
 

@@ -95,7 +95,7 @@ def _resample_for_figures(result, keep: int, seed: int) -> dict:
     """Weighted draws shown by what they imply: a systematic importance resample of ALL the
     draws (not of a thinned subset, whose few surviving weights would decide the picture),
     with the weights' Kish ESS, the number the table reports, to print beside it."""
-    from ..methods.importance import resample
+    from ..fitting.importance_weights import resample
 
     x = result.flat_draws()
     lw = np.asarray(result.log_weights, dtype=float).ravel()

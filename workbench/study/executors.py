@@ -290,9 +290,7 @@ class DaskExecutor:
         return False
 
     def run(self, jobs: list[Job]) -> Iterator[tuple[Any, Any]]:
-        from distributed import as_completed
-
-        from distributed import KilledWorker
+        from distributed import KilledWorker, as_completed
 
         futures = {self._client.submit(fn, *args, pure=False): tag for tag, fn, args in jobs}
         try:

@@ -19,9 +19,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from .cells import build_target
 from .style import FAMILIES, TRUTH_COLOUR, method_colours, method_family, method_styles

@@ -57,7 +57,7 @@ def flow_nuts(budget: int, dim: int, chains: int = CHAINS, **settings) -> dict |
     """NUTS(metric="flow")'s spec at ``budget`` on a ``dim``-d target, as the panel's NUTS row
     runs (``settings`` replace its draws and the like), or None where no flow would be fitted."""
     from ..methods import NUTS
-    from ..methods.flow_metric import min_flow_budget
+    from ..sampling.flow_metric import min_flow_budget
 
     if dim > FLOW_MAX_DIM or budget < min_flow_budget(NUTS(metric="flow", chains=chains)):
         return None

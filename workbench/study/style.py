@@ -13,6 +13,9 @@ from __future__ import annotations
 import zlib
 from typing import NamedTuple
 
+from ..methods import METHODS
+from ..running.method import declared_methods
+
 
 class Style(NamedTuple):
     colour: str
@@ -22,26 +25,8 @@ class Style(NamedTuple):
 
 TRUTH_COLOUR = "#000000"
 
-METHOD_STYLES = {
-    "Exact": Style("#000000", "o", "--"),
-    "NUTS": Style("#0072B2", "o"),
-    "HMC": Style("#56B4E9", "s"),
-    "RandomWalkMH": Style("#E69F00", "^"),
-    "IndependenceMH": Style("#999933", "v"),
-    "ImportanceSampling": Style("#D55E00", "D"),
-    "RejectionSampling": Style("#CC79A7", "P"),
-    "Laplace": Style("#009E73", "X"),
-    "NN4Post": Style("#882255", "*"),
-    "MeanFieldVI": Style("#44AA99", "h"),
-    "Pathfinder": Style("#332288", "<"),
-    "FullRankVI": Style("#117733", ">"),
-    "SMC": Style("#AA4499", "p"),
-    "MAMS": Style("#CC6677", "d"),
-    "MCLMC": Style("#888888", "8"),
-    "DADVI": Style("#DDCC77", "H"),
-    "BatchAndMatch": Style("#661100", "+"),
-    "GMMVI": Style("#EE3377", "x"),
-}
+# each built-in method's style, as its class declares it (``colour``, ``marker``, ``linestyle``)
+METHOD_STYLES = {name: Style(cls.colour, cls.marker, cls.linestyle) for name, cls in METHODS.items()}
 
 # short names some studies use for a method in their tables
 ALIASES = {"RWM": "RandomWalkMH", "IS": "ImportanceSampling", "IMH": "IndependenceMH", "MFVI": "MeanFieldVI"}
@@ -50,32 +35,41 @@ _SPARE_COLOURS = ("#88CCEE", "#6699CC", "#4477AA", "#EE6677", "#CCBB44", "#AA337
 _SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">", "p")
 
 
-# the families the index's verdict map and the legends group methods by
-FAMILIES = {
-    "MCMC": ("NUTS", "HMC", "MAMS", "MCLMC", "RandomWalkMH", "IndependenceMH"),
-    "VI": ("Laplace", "Pathfinder", "MeanFieldVI", "FullRankVI", "DADVI", "BatchAndMatch", "NN4Post", "GMMVI"),
-    "importance and SMC": ("ImportanceSampling", "RejectionSampling", "SMC"),
-}
+# the families the index's verdict map and the legends group methods by, as each method declares
+# its own (``Method.family``; Exact's "reference" is no family: "other")
+FAMILIES = {family: tuple(name for name, cls in METHODS.items() if cls.family == family)
+            for family in ("MCMC", "VI", "importance and SMC")}
 # light fills for table cells (dark text stays readable on them), one per family
 FAMILY_FILLS = {"MCMC": "#cfe3f5", "VI": "#d5efd9", "importance and SMC": "#fbe3cc", "other": "#eeeeee"}
+
+
+def _declared_styles() -> dict[str, Style]:
+    """The built-in styles and those of a user's methods that declare theirs (``Method.colour``)."""
+    own = {cls.__name__: Style(cls.colour, cls.marker, cls.linestyle) for cls in declared_methods()
+           if cls.__name__ not in METHOD_STYLES and cls.colour}
+    return {**METHOD_STYLES, **own}
 
 
 def base_method(label: str) -> str | None:
     """The method a table label names ("NUTS (low_rank)" -> "NUTS", "IS" -> "ImportanceSampling"),
     or None for a label that names none."""
-    if label in METHOD_STYLES:
+    styles = _declared_styles()
+    if label in styles:
         return label
     if label in ALIASES:
         return ALIASES[label]
-    names = list(METHOD_STYLES) + list(ALIASES)
+    names = list(styles) + list(ALIASES)
     base = max((name for name in names if label.startswith(name)), key=len, default=None)
     return None if base is None else ALIASES.get(base, base)
 
 
 def method_family(label: str) -> str:
-    """"MCMC", "VI", "importance and SMC", or "other" (Exact, a label that names no method)."""
+    """"MCMC", "VI", "importance and SMC" (as the method's class declares), or "other" (Exact,
+    a label that names no method)."""
     base = base_method(label)
-    return next((family for family, names in FAMILIES.items() if base in names), "other")
+    declared = {cls.__name__: cls.family for cls in declared_methods()}
+    family = declared.get(base, "other")
+    return family if family in FAMILIES else "other"
 
 
 def _stable_index(text: str, n: int) -> int:
@@ -84,12 +78,13 @@ def _stable_index(text: str, n: int) -> int:
 
 def method_style(label: str) -> Style:
     """The style of a table's method label (a method name, or a variant of one)."""
-    if label in METHOD_STYLES or label in ALIASES:
-        return METHOD_STYLES[ALIASES.get(label, label)]
+    styles = _declared_styles()
+    if label in styles or label in ALIASES:
+        return styles[ALIASES.get(label, label)]
     base = base_method(label)
     marker = _SPARE_MARKERS[_stable_index(label, len(_SPARE_MARKERS))]
     if base is not None:
-        return Style(METHOD_STYLES[base].colour, marker, "--")
+        return Style(styles[base].colour, marker, "--")
     return Style(_SPARE_COLOURS[_stable_index(label, len(_SPARE_COLOURS))], marker)
 
 
@@ -98,10 +93,11 @@ def method_styles(labels) -> dict[str, Style]:
     ablation's "box" and "modes") take the next free spare colour if theirs is taken."""
     labels = list(dict.fromkeys(labels))
     styles = {label: method_style(label) for label in labels}
-    taken = {s.colour for label, s in styles.items() if label in METHOD_STYLES or label in ALIASES}
+    known = _declared_styles()
+    taken = {s.colour for label, s in styles.items() if label in known or label in ALIASES}
     for label in sorted(labels):  # sorted: the outcome does not depend on the table's order
         s = styles[label]
-        if label in METHOD_STYLES or label in ALIASES or s.linestyle == "--":
+        if label in known or label in ALIASES or s.linestyle == "--":
             continue
         k = _SPARE_COLOURS.index(s.colour)
         for j in range(len(_SPARE_COLOURS)):

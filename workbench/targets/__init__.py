@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 from .banana import banana
-from .dense_mixture import dense_mixture
 from .bnn import bnn
+from .dense_mixture import dense_mixture
 from .eight_schools import eight_schools
 from .funnel import funnel
 from .gaussian import gaussian, rotated_gaussian

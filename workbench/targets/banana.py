@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from ..jit import jit
 from ..errors import TargetError
+from ..jit import jit
 from ..numerics import LOG_2PI, norm
 from ..target import Target, Truth
 

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from ..jit import jit
-from ..errors import TargetError
-from ..numerics import LOG_2PI
 from ..approximations import Gaussian
+from ..errors import TargetError
+from ..jit import jit
+from ..numerics import LOG_2PI
 from ..target import Target
 from ..target_forms import Generative, Identified
 

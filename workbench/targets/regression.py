@@ -21,10 +21,10 @@ import math
 import numpy as np
 from scipy import linalg
 
-from ..jit import jit
-from ..errors import TargetError
-from ..numerics import LOG_2PI, norm, sigmoid_and_log1pexp
 from ..approximations import Gaussian
+from ..errors import TargetError
+from ..jit import jit
+from ..numerics import LOG_2PI, norm, sigmoid_and_log1pexp
 from ..target import Target, Truth
 from ..target_forms import Generative
 from . import datasets

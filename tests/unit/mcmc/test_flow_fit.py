@@ -7,7 +7,7 @@ import pytest
 
 import workbench as wb
 from workbench.mcmc import flow_fit as F
-from workbench.methods.flow_metric import gradients
+from workbench.sampling.flow_metric import gradients
 
 
 def _exact(target, n, rng):

@@ -51,7 +51,7 @@ def test_full_rank_needs_more_draws_than_dimensions():
     # factor), the objective (1/2) tr(L C L^T) - log det L is least at L = R^-1, so q's covariance
     # is L L^T = (R^T R)^-1, and mu = -L mean(eta); its trace averages that of C^-1,
     # N / (N - d - 1) d: what makes full rank need many draws
-    from workbench.methods.base import chain_rngs
+    from workbench.rng import chain_rngs
 
     eta = chain_rngs(0, 1)[0].standard_normal((50, 5))
     centred = eta - eta.mean(axis=0)

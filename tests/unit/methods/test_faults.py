@@ -6,12 +6,11 @@ and Ctrl-C stops importance sampling and keeps what it evaluated."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
 import warnings
-
-import math
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from tests.user_functions import (
     slow_standard_normal,
 )
 from workbench.errors import DensityError
+from workbench.rng import chain_rngs
 
 
 def _target(fn, dim=2, data=()):
@@ -151,7 +151,7 @@ def test_importance_sampling_keeps_the_draws_evaluated_before_the_density_raised
     with pytest.warns(RuntimeWarning, match="density raised"):
         res = method.run(raising_target(2.5), seed=1)
     # one block (threads=1): exactly the draws before the first one beyond 2.5 (264 of 400: kept)
-    x_all = proposal.sample(400, wb.methods.base.chain_rngs(1, 1)[0])
+    x_all = proposal.sample(400, chain_rngs(1, 1)[0])
     first = int(np.argmax(x_all[:, 0] > 2.5))
     assert res.draws.shape[1] == res.cost.grad_evals == first >= 0.1 * 400
     np.testing.assert_array_equal(res.draws[0], x_all[:first])

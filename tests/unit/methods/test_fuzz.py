@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.unit.methods.test_cost_counting import METHODS
+import workbench as wb
+from tests.method_checks import example
 from workbench.errors import WorkbenchError
 
 VALUES = [0, 1, 2, 3, -1, 0.5, 1e-9, 10**9, math.nan, math.inf, "x", None, True, [1, 2]]
@@ -21,10 +22,10 @@ NO_BUDGET = ("Exact", "Laplace")  # they take none: no huge counts for them (a r
 
 def _cases(n, seed=20261125):
     rng = np.random.default_rng(seed)
-    names = sorted(METHODS)
+    names = sorted(wb.methods.METHODS)
     for i in range(n):
         name = names[rng.integers(len(names))]
-        fields = [f.name for f in dataclasses.fields(METHODS[name][0]()) if f.name not in ("progress", "threads")]
+        fields = [f.name for f in dataclasses.fields(wb.methods.METHODS[name]) if f.name not in ("progress", "threads")]
         field = fields[rng.integers(len(fields))]
         value = VALUES[rng.integers(len(VALUES))]
         if name in NO_BUDGET and value == 10**9:
@@ -36,7 +37,7 @@ def _cases(n, seed=20261125):
 def test_random_settings_give_a_clear_error_or_an_honest_result(counted, name, field, value, budget):
     target, counter = counted
     try:
-        method = dataclasses.replace(METHODS[name][0](), **{field: value})
+        method = dataclasses.replace(example(wb.methods.METHODS[name], "quick", target.dim), **{field: value})
     except WorkbenchError:
         return
     except (ValueError, TypeError) as exc:

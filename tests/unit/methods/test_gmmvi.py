@@ -7,7 +7,7 @@ import pytest
 
 import workbench as wb
 from tests.user_functions import nan_beyond_one_and_half
-from workbench.methods.base import TooLargeError
+from workbench.running.memory import TooLargeError
 from workbench.vi.fit import STATUS_BUDGET
 
 

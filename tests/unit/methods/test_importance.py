@@ -8,7 +8,6 @@ from scipy import stats
 
 import workbench as wb
 from workbench.approximations import Gaussian, StudentT
-from workbench.methods.importance import resample
 
 GAUSS = wb.targets.gaussian(5, scales="logspace", correlation=0.3)
 MIXTURE = wb.targets.gaussian_mixture(2, weights=[0.3, 0.7], means=[-3.0, 3.0], scales=1.0)
@@ -69,17 +68,6 @@ def test_psis_smoothing_and_resampling_give_consistent_answers():
         assert sir.log_weights is None and sir.draws.shape == (1, 20_000, 5)
         row = wb.metrics.evaluate(sir, GAUSS)
         assert row["mean_err_max"] < 0.05 and row["sd_err_max"] < 0.05
-
-
-def test_resampling_frequencies_match_the_weights():
-    rng = np.random.default_rng(0)
-    w = np.array([0.1, 0.2, 0.7])
-    for method in ("multinomial", "systematic"):
-        idx = resample(np.log(w), 100_000, rng, method)
-        np.testing.assert_allclose(np.bincount(idx) / 1e5, w, atol=0.005)
-    # systematic resampling is exact to within one draw per category
-    idx = resample(np.log(w), 1000, rng, "systematic")
-    assert np.all(np.abs(np.bincount(idx, minlength=3) - 1000 * w) <= 1)
 
 
 def test_rejection_sampling_is_exact_with_an_envelope_and_flags_violations():
@@ -152,18 +140,6 @@ def test_the_wide_default_proposal_works_without_settings():
     assert res.settings["proposal"].startswith("default")
     assert abs(res.log_z - t.truth.log_z) < 4 * res.log_z_se
     assert wb.metrics.evaluate(res, t)["mean_err_max"] < 0.1
-
-
-def test_weights_too_degenerate_for_a_tail_fit_get_the_worst_khat():
-    """Log ratios hundreds of nats apart leave every tail weight at zero beside the largest:
-    ArviZ's fit returns NaN there, which must read as the worst k-hat, not as no warning."""
-    from workbench.methods.importance import pareto_khat
-
-    rng = np.random.default_rng(0)
-    assert pareto_khat(np.r_[0.0, -800.0 + rng.normal(0, 1, 9999)])[1] == math.inf
-    assert pareto_khat(np.r_[0.0, np.full(999, -np.inf)])[1] == math.inf  # one draw of 1,000 has weight
-    assert pareto_khat(np.zeros(500))[1] == -math.inf  # equal weights: no tail
-    assert math.isnan(pareto_khat(rng.normal(size=10))[1])  # too few draws to say
 
 
 def test_importance_sampling_says_so_when_one_draw_carries_all_the_weight():

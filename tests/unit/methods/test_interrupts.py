@@ -11,60 +11,23 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from tests.method_checks import check_ctrl_c_stops_the_run
 from tests.user_functions import slow_standard_normal
 
-PROPOSAL = wb.approximations.Gaussian(np.zeros(2), 4.0 * np.eye(2))
 QUIET = {"progress": False}
-LONG = {  # each runs for minutes on the slow density unless stopped
-    "RandomWalkMH": lambda: wb.methods.RandomWalkMH(warmup=10, draws=10**7, **QUIET),
-    "IndependenceMH": lambda: wb.methods.IndependenceMH(proposal=PROPOSAL, warmup=10, draws=10**6),
-    "HMC": lambda: wb.methods.HMC(warmup=10, draws=10**6, **QUIET),
-    "NUTS": lambda: wb.methods.NUTS(warmup=10, draws=10**6, **QUIET),
-    "MAMS": lambda: wb.methods.MAMS(warmup=10, draws=10**6, **QUIET),
-    "MCLMC": lambda: wb.methods.MCLMC(warmup=30, draws=10**6, **QUIET),
-    "ImportanceSampling": lambda: wb.methods.ImportanceSampling(proposal=PROPOSAL, n=10**6, **QUIET),
-    "RejectionSampling": lambda: wb.methods.RejectionSampling(proposal=PROPOSAL, n=10**6, log_m=3.0),
-    "MeanFieldVI": lambda: wb.methods.MeanFieldVI(steps=10**6, init="box", **QUIET),
-    "NN4Post": lambda: wb.methods.NN4Post(n_components=2, steps=10**6, init="box", **QUIET),
-    "FullRankVI": lambda: wb.methods.FullRankVI(steps=10**6, init="point", **QUIET),
-    "SMC": lambda: wb.methods.SMC(particles=20_000, **QUIET),
-    "DADVI": lambda: wb.methods.DADVI(n_draws=20_000),
-    "BatchAndMatch": lambda: wb.methods.BatchAndMatch(steps=10**6, batch_size=100, **QUIET),
-    "GMMVI": lambda: wb.methods.GMMVI(steps=10**6, samples_per_component=1000, **QUIET),
-}
-# quick whatever happens (Exact draws from the truth, Laplace and Pathfinder end in well under
-# a second here); Ctrl-C there is the caller's
-QUICK = {"Exact", "Laplace", "Pathfinder"}
+
+# every method whose class declares a long run (Exact, Laplace and Pathfinder end in well under
+# a second here: Ctrl-C there is the caller's)
+LONG = sorted(name for name, cls in wb.methods.METHODS.items() if cls.examples.long is not None)
 
 
-def test_every_method_is_covered():
-    assert set(LONG) | QUICK == set(wb.methods.available())
+def test_the_quick_methods_are_quick():
+    assert set(wb.methods.METHODS) - set(LONG) == {"Exact", "Laplace", "Pathfinder"}
 
 
-@pytest.mark.parametrize("name", sorted(LONG))
+@pytest.mark.parametrize("name", LONG)
 def test_ctrl_c_stops_the_run_and_keeps_what_it_made(name, ctrl_c_raises):
-    fast = wb.Target.from_numba(slow_standard_normal, dim=2, data=(np.array([1.0]),), name="fast", check_gradient=False)
-    slow = wb.Target.from_numba(slow_standard_normal, dim=2, data=(np.array([2.0e4]),), name="slow", check_gradient=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        LONG[name]().run(fast, seed=0, grad_budget=None if name == "SMC" else 50_000)  # compiled first
-        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-        timer.start()
-        start = time.perf_counter()
-        try:
-            res = LONG[name]().run(slow, seed=0)
-        finally:
-            timer.cancel()
-    # it stopped (uninterrupted, each of these runs for minutes); about a second, with slack for shared machines
-    assert time.perf_counter() - start < 10.0
-    assert res.interrupted
-    assert any("nterrupted" in m for m in res.messages)
-    # the same rule for every method: a partial run says so in its health column
-    from workbench.diagnostics import health_flags
-
-    assert "interrupted" in health_flags(res.messages), res.messages
-    if res.draws.size:  # and the metrics mark its estimates as partial
-        assert wb.metrics.evaluate(res, slow, reference=False)["partial"] is True
+    check_ctrl_c_stops_the_run(wb.methods.METHODS[name])
 
 
 class _ProposalInterruptedWhileDrawn(wb.approximations.Gaussian):

@@ -41,7 +41,7 @@ def test_bad_settings_are_named(make, message):
 
 
 def test_a_mode_search_on_course_to_take_long_says_so_with_its_estimate(monkeypatch):
-    from workbench.methods import base
+    from workbench.running import threads as base
 
     monkeypatch.setattr(base, "PACE_SECONDS", 0.0)  # estimate at the first start...
     monkeypatch.setattr(base, "LONG_RUN_SECONDS", 0.0)  # ...and call any run long

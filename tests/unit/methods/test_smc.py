@@ -36,7 +36,7 @@ def test_the_ladder_rises_to_one_and_the_stats_describe_every_stage():
 
 def test_same_seed_same_result_whatever_the_thread_count(monkeypatch):
     a = wb.methods.SMC(**SMALL).run(GAUSS, seed=3)
-    import workbench.methods.base as base
+    import workbench.running.threads as base
 
     monkeypatch.setattr(base.os, "cpu_count", lambda: 1)
     b = wb.methods.SMC(**SMALL).run(GAUSS, seed=3)
@@ -170,7 +170,7 @@ def test_each_half_moved_with_the_other_halfs_metric_keeps_the_tempered_density(
     where it already is, and the population settles too wide (E[x' P x] = d + about d^2 / n);
     with each half moved by the other half's covariance, the kernel is fixed for the particles
     it moves and the exact draws stay exact."""
-    from workbench.methods.smc import _particle_metric, split_halves
+    from workbench.smc.mutation import particle_metric as _particle_metric, split_halves
     from workbench.smc import mutation as M
     from workbench.smc.reference import diagonal_gaussian
 
@@ -224,7 +224,7 @@ def test_the_genealogy_variance_is_importance_samplings_without_resampling_and_o
 
 
 def test_the_standard_error_of_log_z_is_the_larger_of_the_runs_spread_and_their_genealogy():
-    from workbench.methods.importance import log_evidence
+    from workbench.fitting.importance_weights import log_evidence
     from workbench.methods.smc import _evidence_and_error
 
     agree = np.array([-3.0, -3.001, -2.999, -3.0])  # four runs that happen to agree

@@ -3,8 +3,14 @@ beyond their errors, moves that leave the particles where they were)."""
 
 import numpy as np
 
-from workbench.smc.health import (RUNS_DISAGREE, disagreement_message, few_particles_message, particles_needed,
-                                  runs_disagreement, stuck_moves_message)
+from workbench.smc.health import (
+    RUNS_DISAGREE,
+    disagreement_message,
+    few_particles_message,
+    particles_needed,
+    runs_disagreement,
+    stuck_moves_message,
+)
 
 
 def test_the_particles_a_run_needs_grow_with_the_dimension_from_a_floor():

@@ -61,7 +61,7 @@ class AlwaysInterrupted(wb.methods.Method):
     """A method whose every run comes back as Ctrl-C leaves it (a partial Result)."""
 
     def _run(self, target, seed, budget):
-        from workbench.methods.base import RunClock
+        from workbench.running.clock import RunClock
 
         result = self.result(target, seed, np.zeros((1, 3, target.dim)), RunClock())
         result.interrupted = True

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.targets.specs import resolve
 from workbench.errors import TargetError
-from workbench.targets.specs import build_target, load_source, register_target
+from workbench.targets.specs import build_target, load_source, register_target, resolve
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "user_target.py"

@@ -3,7 +3,7 @@
 import numpy as np
 
 import workbench as wb
-from workbench.methods.mixture_start import initial_parameters
+from workbench.fitting.mixture_start import initial_parameters
 from workbench.vi import fit as F
 
 

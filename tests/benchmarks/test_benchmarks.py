@@ -1,0 +1,123 @@
+"""The benchmark scripts under benchmarks/ run end to end (their numbers are not asserted: noisy)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_mcmc_speed_quick_runs_and_prints_the_table(capsys):
+    _load("mcmc_speed").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("overhead", "ess_per_1k_grad", "logistic_regression_breast_cancer", "low_rank/diag", "rot50", "dense"):
+        assert needle in out
+
+
+@pytest.mark.slow
+def test_vi_speed_quick_runs_and_prints_its_three_tables(capsys):
+    _load("vi_speed").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("overhead", "vs_inherent", "logistic_regression_breast_cancer", "w_+3", "main_err", "near", "box",
+                   "Part 3", "BatchAndMatch fixed point (B=5,000)", "sd_err_max"):
+        assert needle in out
+
+
+@pytest.mark.slow
+def test_pathfinder_benchmark_quick_runs_and_prints_its_tables(capsys):
+    _load("pathfinder_benchmark").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("Part 1", "equicorrelated", "Pathfinder (4 paths)", "grads / NUTS", "pathfinder", "ratio"):
+        assert needle in out
+
+
+@pytest.mark.slow
+def test_pymc_overhead_quick_runs_and_prints_its_tables(capsys):
+    _load("pymc_overhead").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("overhead", "raw_us", "wrapped_us", "eight_schools_noncentered", "breast_cancer_logistic", "ess_per_s"):
+        assert needle in out
+
+
+@pytest.mark.slow
+def test_dadvi_regressions_quick_runs_and_prints_its_table(capsys):
+    _load("dadvi_regressions").main(["--quick"])
+    out = capsys.readouterr().out
+    for needle in ("ar2", "breast_cancer_logistic", "mean_err_max", "DADVI met the goal"):
+        assert needle in out
+    assert "garch11" not in out  # the full run's: its reference takes a minute to build
+
+
+def test_banana_benchmark_writes_what_the_performance_page_says(tmp_path, monkeypatch, capsys):
+    speed, performance = _load("mcmc_speed"), _load("performance")
+    csv = tmp_path / "banana_nuts.csv"
+    monkeypatch.setattr(speed, "BANANA_CSV", csv)
+    monkeypatch.setattr(performance, "BANANA_CSV", csv)
+    monkeypatch.setattr(speed, "BANANA_SETTINGS", [("default", {}), ("metric=identity", {"metric": "identity"})])
+    speed.banana_table(seeds=(0,), draws=300, short_seeds=range(2))
+    assert "4 x 1,000 draws" in capsys.readouterr().out
+    sentence, table = performance.banana_health()
+    default = table[table["setting"] == "default"].iloc[0]
+    assert list(table["setting"]) == ["default", "metric=identity"]
+    assert table["short_runs_passing"].between(0, 2).all() and (table["ess_per_draw"] > 0).all()
+    assert f"in {int(default['short_runs_passing'])} of 2 default runs" in sentence
+    assert f"at {default['ess_per_draw']:.3f} by default" in sentence
+
+
+def test_the_nutpie_ratio_interval_covers_the_seeds_noise_and_the_page_sorts_rows_by_it(tmp_path, monkeypatch):
+    speed, performance = _load("mcmc_speed"), _load("performance")
+    assert speed.ratio_interval([2.0] * 5, [1.0] * 5) == (2.0, 2.0)
+    rng = np.random.default_rng(1)
+    ours, theirs = 100 * (1 + 0.1 * rng.standard_normal(10)), 100 * (1 + 0.1 * rng.standard_normal(10))
+    low, high = speed.ratio_interval(ours, theirs)
+    assert low < np.median(ours) / np.median(theirs) < high and high - low > 0.05
+    csv = tmp_path / "nuts_vs_nutpie.csv"
+    pd.DataFrame({"target": ["a", "b", "c"], "metric": "diag", "ratio": [1.3, 0.98, 0.8], "ratio_low": [1.1, 0.9, 0.7],
+                  "ratio_high": [1.5, 1.05, 0.9], "measured": "2026-11-26", "seeds": 10}).to_csv(csv, index=False)
+    monkeypatch.setattr(performance, "NUTPIE_CSV", csv)
+    sentence, _ = performance.nutpie_comparison()
+    assert "ahead on a (diag) 1.30x (1.10-1.50); level within the seeds' noise on b (diag) 0.98x" in sentence
+    assert "behind on c (diag) 0.80x (0.70-0.90)" in sentence
+
+
+def test_the_whole_call_record_reads_as_the_performance_page_says():
+    performance = _load("performance")
+    sentence, table = performance.whole_call_comparison()
+    ours, theirs = table.iloc[0], table.iloc[1]
+    assert list(table["tool"]) == ["workbench NUTS", "nutpie"]
+    assert ours["ratio_to_nutpie"] == pytest.approx(ours["ess_per_second"] / theirs["ess_per_second"], rel=1e-3)
+    assert ours["ess_per_second_with_health"] < ours["ess_per_second"] and ours["fixed_seconds"] > 0
+    assert f"{ours['ess_per_second'] / theirs['ess_per_second']:.1f}x nutpie's" in sentence
+
+
+def test_the_geometry_study_merges_re_measured_rows_in_the_targets_order(tmp_path):
+    """``nuts_geometry.py --targets``: the re-measured target's rows replace its old ones, the
+    others stay as measured (with their dates), and the rows keep the study's order of targets."""
+    geometry = _load("nuts_geometry")
+    path = tmp_path / "flow.csv"
+    old = pd.DataFrame([{"target": t, "sampler": s, "ess_per_1k_grad": 1.0, "measured": "2026-01-01"}
+                        for t in ("banana", "funnel100", "brownian_motion") for s in ("flow", "diag")])
+    old.to_csv(path, index=False)
+    order = ["banana", "funnel100", "funnel101_nutpie_docs", "brownian_motion"]
+    rows = [{"target": "funnel101_nutpie_docs", "sampler": "flow", "ess_per_1k_grad": 61.0},
+            {"target": "funnel100", "sampler": "flow", "ess_per_1k_grad": 19.0}]
+    frame = geometry.write_rows(rows, path, ["funnel100", "funnel101_nutpie_docs"], order)
+    written = pd.read_csv(path)
+    assert list(written["target"]) == ["banana", "banana", "funnel100", "funnel101_nutpie_docs",
+                                       "brownian_motion", "brownian_motion"]
+    assert written.loc[written["target"] == "funnel100", "ess_per_1k_grad"].tolist() == [19.0]
+    assert (written.loc[written["target"] == "banana", "measured"] == "2026-01-01").all()
+    assert len(frame) == 6
+    with pytest.raises(SystemExit, match="unknown"):
+        geometry.selected({"banana": None}, ["banana", "nope"])

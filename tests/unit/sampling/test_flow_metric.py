@@ -1,0 +1,178 @@
+"""workbench/methods/flow_metric.py: NUTS(metric="flow") samples a banana well, counts every
+gradient (its phases' and the fits'), keeps its budget, is reproducible, and says when the
+diagonal metric already fits."""
+
+import numpy as np
+import pytest
+
+import workbench as wb
+
+
+def test_flow_nuts_on_the_banana_mixes_and_says_how_the_flow_fitted():
+    res = wb.methods.NUTS(metric="flow", progress=False).run(wb.targets.banana(), seed=3)
+    d = res.info["diagnostics"]
+    # the goal: R-hat and ESS to posteriordb's standard with at most a handful of divergences (this
+    # seed: 1; of 12 seeds 10 have none, benchmarks/nuts_geometry.py --flow)
+    assert d["r_hat_max"] < 1.01 and d["ess_bulk_min"] > 1000 and d["divergences"] <= 5
+    assert res.messages[0].startswith("flow: ") and "layer(s)" in res.messages[0]
+    assert res.info["flow"]["used"] and res.info["flow"]["training_seconds"] > 0
+    assert res.draws.shape == (4, 1000, 2) and res.settings["warmup"] == 1000
+    # reported in x: the banana's arms reach x2 = 10 b x1^2 - ..., far beyond any z
+    assert res.draws[..., 1].max() > 5
+
+
+def test_every_density_call_is_counted(counted):
+    target, counter = counted
+    counter[0] = 0
+    res = wb.methods.NUTS(metric="flow", warmup=200, draws=200, progress=False).run(target, seed=1)
+    assert res.cost.grad_evals == counter[0] > 0
+
+
+def test_a_budget_is_kept_and_a_gaussian_keeps_the_diagonal_metric():
+    t = wb.targets.gaussian(dim=10, scales="logspace")
+    res = wb.methods.NUTS(metric="flow", progress=False).run(t, seed=0, grad_budget=20_000)
+    assert res.cost.grad_evals <= 20_000
+    assert "diagonal metric fits this posterior (held-out Fisher divergence" in res.messages[0]
+    assert res.info["flow"]["fits"][0]["layers"] == 0
+
+
+@pytest.mark.parametrize("metric", ["flow", "auto"])
+def test_every_budget_is_kept_and_one_too_small_for_a_flow_says_so(metric):
+    """The learned draws' gradients come out of the budget (the last phase has what is left);
+    below ``min_flow_budget`` (8,000 gradients for 2 chains: a tenth of it pays for the 400 draws
+    per chain its fits learn from) the diagonal metric samples."""
+    from workbench.sampling.flow_metric import min_flow_budget
+
+    t = wb.targets.banana()
+    method = wb.methods.NUTS(metric=metric, chains=2, progress=False)
+    assert min_flow_budget(method) == 8_000
+    for budget in (1_000, 10_000):
+        res = method.run(t, seed=0, grad_budget=budget)
+        assert res.cost.grad_evals <= budget
+        small = res.messages[0].startswith("flow: a budget of 1,000 gradients is too small")
+        assert small == (budget == 1_000) and (res.info["metric_chosen"] == "diag" or budget > 1_000)
+
+
+def test_the_same_seed_gives_the_same_draws():
+    t = wb.targets.banana()
+    a = wb.methods.NUTS(metric="flow", warmup=300, draws=100, progress=False).run(t, seed=5)
+    b = wb.methods.NUTS(metric="flow", warmup=300, draws=100, progress=False).run(t, seed=5)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert a.cost.grad_evals == b.cost.grad_evals
+
+
+def test_the_metric_is_checked():
+    with pytest.raises(ValueError, match="'flow'"):
+        wb.methods.NUTS(metric="flows")
+
+
+def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagonal_on_an_uncorrelated_one():
+    corr = wb.targets.gaussian(dim=10, correlation=0.9)
+    res = wb.methods.NUTS(metric="auto", progress=False).run(corr, seed=0)
+    assert res.info["metric_chosen"] == "low_rank" and res.messages[0].startswith("metric='auto': the low-rank")
+    assert res.settings["metric"] == "auto"
+    diag = wb.methods.NUTS(metric="diag", progress=False).run(corr, seed=0)
+    # the low-rank metric's ESS per gradient, phases included, is many times the diagonal's (12-19x measured)
+    ess = [r.info["diagnostics"]["ess_bulk_min"] / r.cost.grad_evals for r in (res, diag)]
+    assert ess[0] > 3 * ess[1]
+    easy = wb.methods.NUTS(metric="auto", progress=False).run(wb.targets.gaussian(dim=10, scales="logspace"), seed=0)
+    assert easy.info["metric_chosen"] == "diag"
+    # info["metric"] is the setting asked for, as a plain run reports it (the easy path's last
+    # phase runs with a fixed metric, "identity" in its own info)
+    assert res.info["metric"] == easy.info["metric"] == "auto"
+
+
+# the losses (diagonal, low-rank, flow), the layers the flow kept, the choice, and the choice
+# without the flow (metric="auto" above AUTO_FLOW_MAX_DIM)
+@pytest.mark.parametrize(("losses", "layers", "expected", "without_flow"), [
+    ((0.5, 0.4, 0.1), 1, "diag", "diag"),             # easy: 0.05 per coordinate
+    ((40.0, 0.1, 20.0), 1, "low_rank", "low_rank"),   # a correlated Gaussian
+    ((40.0, 30.0, 5.0), 1, "flow", "low_rank"),       # a banana: the flow halves the best linear loss
+    ((40.0, 39.0, 30.0), 1, "diag", "diag"),          # nothing helps enough
+    ((40.0, 39.0, 40.0), 0, "flow", "diag"),          # no layer learnt yet from draws that fit badly: go on learning
+    ((0.5, 0.5, 0.5), 0, "diag", "diag"),             # no layer, and none needed
+])
+def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected, without_flow):
+    from workbench.mcmc.flow import Coupling, Flow
+    from workbench.mcmc.flow_fit import FlowFit
+    from workbench.sampling.flow_metric import first_choice
+
+    diagonal, low_rank, flow = losses
+    kept = (Coupling.identity(np.array([1]), np.array([[0]])),) * layers
+    fit = FlowFit(Flow(np.zeros(10), np.ones(10), kept), diagonal, flow, [], 600, 1.0, low_rank)
+    assert first_choice(fit, 10, consider_low_rank=True) == expected
+    assert first_choice(fit, 10, consider_low_rank=False) != "low_rank"
+    assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == without_flow
+
+
+def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
+    """Above ``AUTO_FLOW_MAX_DIM`` a flow's fit (O(n d^2)) would cost more than the sampling:
+    "auto" fits no layer there and chooses between the diagonal and low-rank metrics."""
+    from workbench.sampling.flow_metric import AUTO_FLOW_MAX_DIM
+
+    t = wb.targets.gaussian(dim=AUTO_FLOW_MAX_DIM + 1, scales="logspace")
+    res = wb.methods.NUTS(metric="auto", draws=100, progress=False).run(t, seed=0)
+    assert [f["layers"] for f in res.info["flow"]["fits"]] == [0]
+    assert res.info["metric_chosen"] == "diag" and "a flow is not fitted above d = 500" in res.messages[0]
+
+
+def test_a_first_phase_without_enough_draws_goes_on_with_the_diagonal_metric_within_the_budget(counted):
+    """Under a budget above ``min_flow_budget`` whose first phase's share (a tenth) still buys
+    too few draws to fit on, the run goes on with the diagonal metric from what is left, every
+    gradient counted and the budget kept (the fit on no draws had raised)."""
+    target, counter = counted
+    before = int(counter[0])
+    method = wb.methods.NUTS(metric="flow", walnuts=True, chains=2, warmup=200, draws=1000, progress=False)
+    res = method.run(target, seed=0, grad_budget=3_000)
+    assert res.cost.grad_evals == int(counter[0]) - before <= 3_000 and res.draws.shape[1] > 0
+    assert res.messages[0].startswith("flow: the first warmup phase") and res.info["metric_chosen"] == "diag"
+
+
+@pytest.mark.parametrize("metric", ["flow", "auto"])
+def test_a_learned_metric_without_warmup_is_refused_by_name(metric):
+    with pytest.raises(ValueError, match=f"metric='{metric}' fits its preconditioner during warmup.*warmup=0"):
+        wb.methods.NUTS(metric=metric, warmup=0)
+
+
+def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_start():
+    """The phases before the final draws are the run's warmup: first phase, each refit phase
+    (mapped back from z) and the last warmup, one after another; a Pathfinder start is the first
+    phase's and is reported as the plain sampler reports it."""
+    flow = wb.methods.NUTS(metric="flow", warmup=200, draws=100, progress=False).run(wb.targets.banana(), seed=0)
+    # 20 + 20 (first phase), 3 x (20 + 20) (refits), 20 (last warmup)
+    assert flow.info["flow"]["used"] and flow.warmup_draws.shape == (4, 180, 2)
+    # in x: the warmup's last draws are where the final draws start, on the banana's scale
+    assert np.abs(flow.warmup_draws[..., 1]).max() > 3
+    target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
+    res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
+    assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
+    assert res.warmup_draws.shape[:2] == (4, 500)  # 100 + 100 (first phase), 300 (the low-rank metric's)
+
+
+def test_a_gaussian_sampled_on_the_fits_scales_keeps_them_as_its_metric():
+    """When the diagonal metric fits, the final draws run on the target itself with the fit's
+    scales as a fixed metric (NUTS in z = (x - m) / sigma, without a second kernel)."""
+    scales = np.array([0.1, 1.0, 10.0])
+    res = wb.methods.NUTS(metric="auto", progress=False).run(wb.targets.gaussian(dim=3, scales=scales), seed=0)
+    assert res.info["metric_chosen"] == "diag" and res.info["metric"] == "auto"
+    np.testing.assert_allclose(np.sqrt(res.info["inv_mass"][0]), scales, rtol=0.2)
+    np.testing.assert_allclose(res.draws.std(axis=(0, 1)), scales, rtol=0.1)
+
+
+def test_building_the_transformed_density_is_compile_time_not_sampling_time(monkeypatch):
+    """The transformed density is compiled when its target is built (once per target and process):
+    that time is the run's compile time, which the wall time leaves out, as for any kernel."""
+    import time
+
+    from workbench.sampling import flow_metric
+
+    calls, original = [], flow_metric.flow_target
+
+    def slow_build(target, flow):
+        calls.append(1)
+        time.sleep(0.2)
+        return original(target, flow)
+
+    monkeypatch.setattr(flow_metric, "flow_target", slow_build)
+    res = wb.methods.NUTS(metric="flow", warmup=200, draws=100, progress=False).run(wb.targets.banana(), seed=0)
+    assert calls and res.cost.compile_seconds >= 0.2 * len(calls)

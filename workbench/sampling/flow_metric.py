@@ -1,0 +1,471 @@
+"""``NUTS(metric="flow")``: NUTS on a learned transform of the posterior (``mcmc/flow.py``).
+
+Warmup in phases, each a run of the same sampler with the diagonal metric, so that the flow is
+fitted on the chains' own draws and gradients (nutpie's flow adaptation, Seyboldt et al., in
+outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
+
+1. on the posterior itself: a short warmup and some draws per chain;
+2. the flow fitted to those draws and their gradients (``mcmc/flow_fit.py``); if the diagonal
+   metric already fits (its Fisher divergence small per coordinate, or not halved by the flow:
+   ``EASY_PER_COORDINATE``, ``FLOW_GAIN``), the chains simply go on with it; else,
+   ``REFITS`` times: the flow fitted to every draw so far and its gradient (``mcmc/flow_fit.py``:
+   the Fisher divergence, held-out draws deciding how many layers), then the sampler on the
+   transformed density log p(T(z)) + log |det dT/dz|, started from each chain's last draw mapped
+   to z: a short warmup and more draws, which, mapped back, join the others. Each fit sees draws
+   that reach further into the posterior (a funnel's neck, a banana's arms) than the last;
+3. the sampler on the last fit: its warmup and the run's draws, mapped back to x.
+
+The phases share ``warmup`` iterations (``PHASE_WARMUP``). Every gradient of every phase is
+counted (one gradient of the transformed density is one of the target's), and so are the
+gradients at the draws the fits use (the sampler does not keep them). Fitting is wall time,
+reported apart (``info["flow"]["training_seconds"]``). If a fit's held-out Fisher divergence is
+not below the diagonal metric's, the run says so and goes on with the diagonal metric, from where
+the chains are.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import warnings
+
+import numpy as np
+
+from ..mcmc.affine import affine_target, dense_factor
+from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
+from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
+from ..result import Budget, Result
+from ..running.clock import PhasedClock
+from ..running.peaks import (
+    peaks_for_starts,
+    searched,
+    several_peaks,
+    starts_at_peaks,
+    unvisited_message,
+)
+from ..running.phases import Phases
+from ..running.threads import blas_controller
+from ..target import Target
+from .chain_sampler import deferred_chain_health
+
+REFITS = 3
+# shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
+# last phase's warmup (the draws the fits learn from are those phases' draws)
+FIRST_PHASE = (0.1, 0.1)
+REFIT_PHASE = (0.1, 0.1)
+LAST_WARMUP = 0.1
+# under a gradient budget, the shares of the first phase and each refit phase (the last phase has
+# what they and the learned draws left, at least half of it)
+PHASE_BUDGET = (0.1, 0.1)
+# the diagonal metric already fits when its held-out Fisher divergence per coordinate is below this
+# (a variance 25% off in every coordinate of a Gaussian gives 0.05) or when the flow does not halve
+# it: then the chains, warmed up, go on with it and the flow's longer warmup is not paid (on a 100-d
+# Gaussian the flow's 1,000 iterations cost 0.57 of the diagonal metric's ESS per gradient)
+EASY_PER_COORDINATE = 0.1
+FLOW_GAIN = 0.5
+# an easy posterior's last warmup, after the first phase: the step size alone adapts, from the first
+# phase's step and raised target (``adapted``), under the fit's scales (estimated from every chain's
+# draws: adapting the metric again per chain in a short warmup lost ESS and health)
+EASY_WARMUP = 0.1
+# metric="auto" choosing the low-rank metric: its warmup after the first phase (its estimator
+# needs windows of its own, nutpie's low-rank adaptation takes 800 iterations to our diagonal's 400)
+LOW_RANK_WARMUP = 0.3
+# metric="auto" fits a flow's layers up to this dimension: their fit's driver scores cost O(n d^2)
+# (12.9 s at d = 1,000, where NUTS draws 200 in 0.5 s); above it "auto" ranks the diagonal and
+# low-rank metrics alone (what metric="flow" asks for, it still does)
+AUTO_FLOW_MAX_DIM = 500
+
+
+def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: bool = True) -> str:
+    """``"diag"``, ``"low_rank"`` or ``"flow"``: the preconditioner the first fit's held-out Fisher
+    divergence ranks first. The diagonal metric wins when it already fits (``EASY_PER_COORDINATE``);
+    the low-rank metric when it improves on the diagonal by ``MIN_GAIN`` (and is considered); the
+    flow only when it halves (``FLOW_GAIN``) the best linear map's loss, since its phases and its
+    layers cost more than either. When the diagonal metric fits badly and no layer was kept (the
+    first draws have not reached far enough for a layer to show on held-out ones: a banana whose
+    chains have not yet been down its arms), the flow's phases go on learning; they sample with
+    the diagonal metric until a fit beats it. Without ``flow_allowed`` the choice is between the
+    linear maps."""
+    if fit.diagonal_loss / dim < EASY_PER_COORDINATE:
+        return "diag"
+    linear = fit.diagonal_loss
+    if consider_low_rank and fit.low_rank_loss < (1.0 - MIN_GAIN) * fit.diagonal_loss:
+        linear = fit.low_rank_loss
+    if flow_allowed and fit.flow_loss < (1.0 - FLOW_GAIN) * linear:
+        return "flow"
+    if linear < fit.diagonal_loss:
+        return "low_rank"
+    return "flow" if flow_allowed and not fit.flow.layers else "diag"
+
+
+@functools.lru_cache(maxsize=32)
+def _density(inner):
+    """One compiled transformed density per target adapter (refits change its data, not its code)."""
+    return flow_density(inner)
+
+
+def flow_target(target: Target, flow) -> Target:
+    """The transformed density as a :class:`Target` in z: one call is one gradient of ``target``."""
+    f_own, i_own = target.kernel_data
+    return Target(name=f"{target.name} (flow)", dim=target.dim, logp_grad=_density(target.kernel_logp_grad),
+                  data=pack_with_target(flow, f_own, i_own), param_names=tuple(f"z[{i}]" for i in range(target.dim)),
+                  spec={"factory": "custom", "flow_of": dict(target.spec)},
+                  description=f"{target.name} under a learned normalizing flow")
+
+
+def gradients(target: Target, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log p, grad log p) at each row of ``points``, compiled (one gradient each)."""
+    points = np.ascontiguousarray(points, dtype=float)
+    logps, grads = np.empty(len(points)), np.empty_like(points)
+    gradients_at.for_target(target)(target.kernel_logp_grad, target.kernel_data, points, logps, grads)
+    return logps, grads
+
+
+# under a gradient budget, the gradients at the draws the fits learn from may take at most this
+# share of it: a smaller budget is sampled with the diagonal metric, and says so
+LEARN_SHARE = 0.1
+# the fewest draws (with their gradients) a first fit is made from; fewer, and the run goes on
+# with the diagonal metric
+MIN_FIT_DRAWS = 20
+
+
+def _diagonal_only(method) -> bool:
+    """Whether the sampler's own preconditioner is diagonal (MAMS): it is given the fit's scales as
+    a diagonal to keep, and a whitening in place of the low-rank metric."""
+    return getattr(method, "_diagonal_preconditioner", False)
+
+
+def learned_draws(method) -> int:
+    """The draws (each one gradient) the flow's fits learn from, over every phase."""
+    w = max(method.warmup, 100)
+    return method.chains * (max(20, int(FIRST_PHASE[1] * w)) + REFITS * max(20, int(REFIT_PHASE[1] * w)))
+
+
+def min_flow_budget(method) -> int:
+    """The smallest gradient budget a flow is fitted under (``LEARN_SHARE``)."""
+    return int(math.ceil(learned_draws(method) / LEARN_SHARE))
+
+
+class PhaseNotes:
+    """What a phased run's report carries from the phases before the last (whose own messages and
+    info it keeps): the first phase's start (``init="pathfinder"``: its message and gradients) and
+    any phase's faults of the density (NaN densities, metric estimates that failed)."""
+
+    FAULTS = ("NaN density", "density raised")
+
+    def __init__(self):
+        self.first: list[str] = []
+        self.info: dict = {}
+        self.faults: list[str] = []
+        self.peaks = None  # the mode search the chains started from (peaks.py)
+
+    @classmethod
+    def of_first(cls, run: Result) -> PhaseNotes:
+        notes = cls()
+        notes.first = [m for m in run.messages if m.startswith("started from")]
+        if "pathfinder_grad_evals" in run.info:
+            notes.info["pathfinder_grad_evals"] = run.info["pathfinder_grad_evals"]
+        notes.add(run, "warmup phase 1")
+        return notes
+
+    def add(self, run: Result, phase: str) -> None:
+        self.faults.extend(f"{phase}: {m}" for m in run.messages
+                           if m.startswith(self.FAULTS) or "metric estimates were not finite" in m)
+
+
+def _forward(flow, draws: np.ndarray) -> np.ndarray:
+    """Draws (chains, n, d) in z mapped to x (an empty phase stays empty)."""
+    return draws if draws.shape[1] == 0 else flow.forward(draws)
+
+
+def _joined(parts) -> np.ndarray | None:
+    """Phases' draws (chains, n_i, d) one after another; None when there are none, or when a
+    phase cut to Ctrl-C kept fewer chains than the others."""
+    parts = [p for p in parts if p is not None]
+    if not parts or len({p.shape[0] for p in parts}) > 1:
+        return None
+    return np.concatenate(parts, axis=1)
+
+
+def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(g), axis=1)
+    return x[keep], g[keep]
+
+
+def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
+    """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
+    HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first phase) are raised once each,
+    at the end, from the caller's line, as a plain run raises them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _run_phases(method, target, seed, budget)
+    seen = set()
+    for w in caught:
+        if (w.category, str(w.message)) not in seen:
+            seen.add((w.category, str(w.message)))
+            # run_flow <- _Hamiltonian._run <- Method.run <- the caller
+            warnings.warn(str(w.message), w.category, stacklevel=4)
+    return result
+
+
+def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xF10]).spawn(REFITS + 3)]
+    fit_rng = np.random.default_rng(seeds[-1])
+    w = max(method.warmup, 100)  # NUTS(metric="flow")'s default: 1,000
+
+    def iterations(share):
+        return max(20, int(share * w))
+
+    started = time.perf_counter()
+    phases = Phases(method, budget)
+    if budget.grad_evals is not None and budget.grad_evals < min_flow_budget(method):
+        return _diagonal_run(method, target, seed, budget, started, phases)
+    training = 0.0
+    fits: list[FlowFit] = []
+    flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
+
+    # chains start apart where the posterior has several peaks (peaks.py), the search paid
+    # from the whole run's budget, not the first phase's share of it
+    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None else None
+    init = method.init
+    if several_peaks(search):
+        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 0x57A7]).spawn(method.chains)]
+        init = starts_at_peaks(target, search, rngs)
+        phases.pay(method.chains)
+    phases.pay(search.grad_evals if search is not None else 0)
+    with searched():  # the first phase starts as a plain run would, with no search of its own
+        run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric="diag",
+                         warmup=iterations(FIRST_PHASE[0]), draws=iterations(FIRST_PHASE[1]), init=init)
+    x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
+    last_x = target.initial_point[None].repeat(method.chains, 0)
+    warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)
+    notes = PhaseNotes.of_first(run)
+    notes.peaks = search
+
+    def learn(draws_x):
+        """Add draws (chains, n, d) in x and their gradients to the training set."""
+        nonlocal x_all, g_all, last_x
+        if draws_x.shape[1] == 0:
+            return
+        flat = draws_x.reshape(-1, target.dim)
+        _, g = gradients(target, flat)
+        phases.pay(len(flat))
+        flat, g = _finite_rows(flat, g)
+        x_all, g_all = np.vstack([x_all, flat]), np.vstack([g_all, g])
+        last_x = draws_x[:, -1]
+
+    def refit():
+        nonlocal training
+        start = time.perf_counter()
+        # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer.
+        # One BLAS thread: BLAS's idle threads spin after a call and took the cores from the
+        # chains' threads and the health check that follow (gauss100: the check 0.07 s, not 0.04)
+        with blas_controller().limit(limits=1, user_api="blas"):
+            fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
+                           easy_per_coordinate=EASY_PER_COORDINATE if not fits else 0.0)
+        training += time.perf_counter() - start
+        fits.append(fit)
+        return fit
+
+    def phase(fit, warmup, draws, seed_, share, metric="diag", start=None):
+        """A run of the sampler on the transformed density (or, if the fit is no better than the
+        diagonal metric, on the target itself) from the chains' last draws; (result, draws in x).
+        ``start``: the diagonal metric's starting variances and step size on the target itself;
+        ``share``: the phase's share of the budget (None: what the others left)."""
+        grad_evals = phases.share(share) if share is not None else phases.rest()
+        if start is not None or (not fit.better_than_diagonal and metric == "diag"):
+            # the target itself: with the diagonal metric, from ``start`` when given (MAMS, whose
+            # preconditioner is diagonal, starts its own at the fit's scales and keeps them)
+            res = phases.run(target, seed_, grad_evals, warmup=warmup, draws=draws, init=last_x,
+                             metric="diag" if start is None or _diagonal_only(method) else "identity",
+                             **(start or {}))
+            return res, res.warmup_draws, res.draws, None
+        building = time.perf_counter()
+        t_z = flow_target(target, fit.flow)  # compiles its density the first time: compile time, not wall
+        phases.compile_seconds += time.perf_counter() - building
+        z0 = fit.flow.inverse(last_x)
+        ok = np.all(np.isfinite(z0), axis=1)
+        z0[~ok] = 0.0  # a start the flow maps badly: its centre
+        res = phases.run(t_z, seed_, grad_evals, metric=metric, warmup=warmup, draws=draws, init=z0)
+        return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
+
+    if run.interrupted:
+        return _stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
+    learn(run.draws)
+    if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
+        return _diagonal_run(method, target, seed, budget, started, phases, first_draws=len(x_all), notes=notes,
+                             warm=warm)
+    fit = refit()
+    choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
+    easy = choice == "diag"
+    if choice == "low_rank":
+        return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, phases, training, started,
+                             iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
+    if not easy:
+        for k in range(REFITS):
+            res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
+                                            seeds[1 + k], PHASE_BUDGET[1])
+            notes.add(res, f"warmup phase {k + 2}")
+            warm.extend([warm_x, draws_x])
+            if res.interrupted:
+                return _stopped(method, target, seed, res, warm, phases, started, f"warmup phase {k + 2}")
+            learn(draws_x)
+            fit = refit()
+    spent_before_last = phases.spent
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
+        # chain), as the scaling of a flow with no layers; warmup adapts the step size only
+        diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
+        start = {"inv_metric": fit.flow.sigma ** 2}
+        if not _diagonal_only(method):
+            start = {**adapted(run, same_metric=True), **start}
+        final, warm_x, final_x, t_z = phase(diagonal, iterations(EASY_WARMUP), n_draws, seeds[REFITS + 1], None,
+                                            start=start)
+    else:  # the last phase has what the others left of a budget
+        final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
+    warm.append(warm_x)
+    warmup_spent = spent_before_last + final.cost.warmup_grad_evals
+    messages = []
+    used = bool(not easy and fit.better_than_diagonal)
+    if used:
+        messages.append(
+            f"flow: {len(fit.flow.layers)} layer(s), {fit.flow.n_params()} coefficients, fitted on {fit.draws} draws and "
+            f"their gradients; held-out Fisher divergence {fit.diagonal_loss:.3g} with the diagonal metric, "
+            f"{fit.flow_loss:.3g} with the flow ({training:.1f} s of training)")
+    elif easy and not flow_allowed:
+        messages.append(
+            f"metric='auto': the diagonal metric, by the held-out Fisher divergence of the first draws (the low-rank "
+            f"metric did not beat it; a flow is not fitted above d = {AUTO_FLOW_MAX_DIM}, its fit growing as d^2)")
+    elif easy and fit.diagonal_loss / target.dim < EASY_PER_COORDINATE:
+        messages.append(
+            f"flow: the diagonal metric fits this posterior (held-out Fisher divergence "
+            f"{fit.diagonal_loss / target.dim:.3g} per coordinate, below {EASY_PER_COORDINATE:g}): no flow fitted, "
+            "sampled with the diagonal metric")
+    elif easy:
+        messages.append(
+            f"flow: the diagonal metric fits this posterior about as well as a flow would (held-out Fisher "
+            f"divergence {fit.diagonal_loss / target.dim:.3g} per coordinate; the flow's {fit.flow_loss / target.dim:.3g}, "
+            f"not half of it): sampled with the diagonal metric")
+    else:
+        messages.append(
+            f"flow: the fitted transform was no better than the diagonal metric by the Fisher divergence "
+            f"({fit.flow_loss:.3g} against {fit.diagonal_loss:.3g} on held-out draws): sampled with the diagonal metric")
+    flow_info = {"layers": len(fit.flow.layers) if used else 0, "parameters": fit.flow.n_params() if used else 0,
+                 "training_seconds": training,
+                 "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
+                           "layers": len(f.flow.layers)} for f in fits],
+                 "used": used, "warmup_grad_evals": warmup_spent}
+    return _phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
+                          flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
+
+
+def _phased_result(method, target, seed, final: Result, draws, started, phases: Phases, warmup_grad_evals,
+                   notes: PhaseNotes, messages, warm, flow_info, chosen, extra=None) -> Result:
+    """The run's :class:`Result`: the last phase's draws (in x) and stats, every phase's gradients,
+    warmup draws and faults, what was chosen and why (``messages``, ``info["flow"]``)."""
+    # "metric" is the setting asked for, as a plain run reports it ("auto" or "flow"; the last
+    # phase's own kernel metric is an implementation detail: "identity" with the fit's scales);
+    # "metric_chosen" is what the warmup chose
+    info = {**notes.info, **final.info, "metric": method.metric, "flow": flow_info, "metric_chosen": chosen,
+            **(extra or {})}
+    # the first phase's start message is already in ``notes.first``
+    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
+    result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, phases.compile_seconds),
+                           grad_evals=phases.spent, warmup_grad_evals=warmup_grad_evals, stats=final.stats,
+                           messages=[*notes.first, *messages, *notes.faults, *final_messages,
+                                     *unvisited_message(notes.peaks, draws)], info=info,
+                           warmup_draws=_joined(warm), interrupted=final.interrupted)
+    result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None), target.identified))
+    return result
+
+
+def _stopped(method, target, seed, run, warm, phases: Phases, started, phase: str) -> Result:
+    """Ctrl-C in a phase before the last: no draws (the chains had not finished warming up), the
+    warmup's draws so far (when every phase kept every chain), every gradient counted."""
+    return method.result(target, seed, np.zeros((method.chains, 0, target.dim)),
+                         PhasedClock(time.perf_counter() - started, phases.compile_seconds),
+                         grad_evals=phases.spent, warmup_grad_evals=phases.spent, interrupted=True,
+                         warmup_draws=_joined(warm),
+                         messages=[f"interrupted in {phase} of the warmup ({phases.spent:,} gradients): no draws kept",
+                                   *[m for m in run.messages if not m.startswith("interrupted")]])
+
+
+def adapted(run: Result, same_metric: bool = False) -> dict:
+    """What a phase's warmup adapted, for the next phase to start from where the chains are: the
+    diagonal metric each chain ended with and their median step size (a phase started from the
+    identity metric and a fresh step-size search sent its first proposals far out: on a regression
+    whose coefficients' scales span orders of magnitude, to where the density underflowed). With
+    ``same_metric`` (the next phase samples with the same diagonal metric), the target acceptance
+    its divergences raised too (``NUTS(adapt_target=True)``): a short last warmup has no time to
+    learn it again (non-centred eight schools: 18 of 20 seeds pass posteriordb's standard with it,
+    8 of 20 without). Under another metric the divergences of the diagonal one do not carry over
+    (the diabetes regression's low-rank phase lost half its ESS per gradient at the raised target)."""
+    out = {}
+    inv_mass = run.info.get("inv_mass")
+    if inv_mass is not None and np.all(np.isfinite(inv_mass)) and np.all(np.asarray(inv_mass) > 0):
+        out["inv_metric"] = np.asarray(inv_mass, dtype=float)
+    steps = [s for s in run.info.get("step_size", []) if math.isfinite(s) and s > 0]
+    if steps:
+        out["step_size"] = float(np.median(steps))
+    raised = run.info.get("target_accept_raised_to") if same_metric else None
+    if raised:
+        out["target_accept"] = float(max(raised))
+    return out
+
+
+def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, phases: Phases, training, started,
+                  warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray, start: dict | None = None) -> Result:
+    """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
+    draws, its own warmup after the first phase's, starting from the first phase's diagonal metric
+    and step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
+    preconditioner is diagonal) samples the posterior whitened by the covariance of the first
+    phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    spent_before = phases.spent
+    if not _diagonal_only(method):
+        final = phases.run(target, run_seed, phases.rest(), metric="low_rank", warmup=warmup, init=last_x,
+                           draws=n_draws, **(start or {}))
+        draws, final_warm, chosen, what = final.draws, final.warmup_draws, "low_rank", "the low-rank metric"
+    else:
+        mean, chol = dense_factor(first_draws)
+        z0 = np.linalg.solve(chol, (last_x - mean).T).T
+        final = phases.run(affine_target(target, mean, chol), run_seed, phases.rest(), metric="diag", warmup=warmup,
+                           init=z0, draws=n_draws)
+        draws, final_warm = mean + final.draws @ chol.T, mean + final.warmup_draws @ chol.T
+        chosen, what = "dense", f"the dense metric (the covariance of {len(first_draws)} draws)"
+    flow_info = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,
+                 "fits": [{"draws": fit.draws, "diagonal_loss": fit.diagonal_loss, "flow_loss": fit.flow_loss,
+                           "low_rank_loss": fit.low_rank_loss, "layers": len(fit.flow.layers)}],
+                 "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
+    message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
+               f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
+    return _phased_result(method, target, seed, final, draws, started, phases,
+                          spent_before + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
+                          flow_info, chosen)
+
+
+def _diagonal_run(method, target, seed, budget, started, phases: Phases, first_draws: int | None = None,
+                  notes: PhaseNotes | None = None, warm: list | None = None) -> Result:
+    """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
+    than ``MIN_FIT_DRAWS`` draws (counted in ``phases``): the sampler with the diagonal metric on
+    what is left, saying why."""
+    n_draws = budget.draws if budget.draws is not None else method.draws
+    spent_before = phases.spent
+    init = method.init
+    if warm:  # after a first phase: from where its chains are (a Pathfinder start is not paid twice)
+        init = warm[-1][:, -1] if warm[-1].shape[1] else None
+    final = phases.run(target, seed, phases.rest(), metric="diag", draws=n_draws, init=init)
+    flow_info = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
+                 "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
+    if first_draws is None:
+        message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
+                   f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
+                   f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
+    else:
+        message = (f"flow: the first warmup phase ({spent_before:,} gradients) gave {first_draws} draws, fewer than the "
+                   f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
+                   "grad_budget for a flow)")
+    return _phased_result(method, target, seed, final, final.draws, started, phases,
+                          spent_before + final.cost.warmup_grad_evals, notes or PhaseNotes(), [message],
+                          [*(warm or []), final.warmup_draws], flow_info, "diag")
