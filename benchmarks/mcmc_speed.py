@@ -56,6 +56,9 @@ import numpy as np
 import workbench as wb
 from workbench.mcmc.timing import seconds_per_gradient, seconds_per_normal
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # record.py beside this file
+from record import stamp  # noqa: E402
+
 
 def measure(method, target, seed, repeats=3):
     """One row. The run is repeated (same seed, so the same draws) and timed with the
@@ -214,8 +217,6 @@ def ratio_interval(ours, theirs, level: float = 0.9, n_boot: int = 4000) -> tupl
 
 def nutpie_table(seeds) -> int:
     """Ours and nutpie's ESS per 1,000 gradients, each at its defaults, one row per target."""
-    import datetime
-
     import pandas as pd
     from nutpie_reference import run_nutpie
 
@@ -244,7 +245,7 @@ def nutpie_table(seeds) -> int:
               f"({row['ratio_low']:.2f}-{row['ratio_high']:.2f})  "
               f"acceptance {row['ours_accept']:.3f} / {row['nutpie_accept']:.3f}", flush=True)
     frame = pd.DataFrame(rows)
-    frame["measured"] = datetime.date.today().isoformat()
+    frame = stamp(frame)
     frame["seeds"] = len(list(seeds))
     NUTPIE_CSV.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(NUTPIE_CSV, index=False, float_format="%.4g")
@@ -257,7 +258,6 @@ WHOLE_CALL_CSV = NUTPIE_CSV.with_name("whole_call_vs_nutpie.csv")
 
 def whole_call_table(seeds) -> int:
     """Ours and nutpie's wall seconds and ESS per second of the whole call on gauss100."""
-    import datetime
     import subprocess
     import tempfile
     import time
@@ -299,7 +299,7 @@ def whole_call_table(seeds) -> int:
     summary = frame.groupby("tool", sort=False).median(numeric_only=True).drop(columns="seed").reset_index()
     ours, theirs = summary.iloc[0], summary.iloc[1]
     summary["ratio_to_nutpie"] = summary["ess_per_second"] / theirs["ess_per_second"]
-    summary["measured"] = datetime.date.today().isoformat()
+    summary = stamp(summary)
     summary["seeds"] = len(list(seeds))
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"ours / nutpie, ESS per second of the call: {ours['ess_per_second'] / theirs['ess_per_second']:.2f}; "
@@ -337,8 +337,6 @@ def banana_table(seeds, draws: int = 8000, short_seeds=range(12)) -> int:
     each holds once the chains have visited the arms, median over seeds with the range; over
     the default 4 x 1,000 draws (``short_seeds``), how many runs pass posteriordb's standard
     (R-hat <= 1.01, bulk ESS >= 400) and the median divergences."""
-    import datetime
-
     import pandas as pd
 
     rows = []
@@ -366,7 +364,7 @@ def banana_table(seeds, draws: int = 8000, short_seeds=range(12)) -> int:
     frame = pd.DataFrame(rows)
     frame["draws"] = f"4 x {draws}"
     frame["short_runs"] = len(list(short_seeds))
-    frame["measured"] = datetime.date.today().isoformat()
+    frame = stamp(frame)
     frame["seeds"] = len(list(seeds))
     frame.to_csv(BANANA_CSV, index=False, float_format="%.4g")
     print(f"-> {BANANA_CSV}")

@@ -29,7 +29,6 @@ measured, each row with its own date).
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import subprocess
 import sys
@@ -41,6 +40,9 @@ import pandas as pd
 
 import workbench as wb
 from workbench.diagnostics import chain_diagnostics
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # record.py beside this file
+from record import stamp  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 FLOW_CSV = BENCHMARKS / "flow_nuts.csv"
@@ -151,7 +153,7 @@ def write_rows(rows: list[dict], path: Path, only, order) -> pd.DataFrame:
     """The rows, dated, written to ``path``; with ``only``, merged into the rows already there
     (targets in ``order``, a target's rows in their order)."""
     frame = pd.DataFrame(rows)
-    frame["measured"] = datetime.date.today().isoformat()
+    frame = stamp(frame)
     if only is not None and path.exists():
         old = pd.read_csv(path)
         frame = pd.concat([old[~old["target"].isin(only)], frame], ignore_index=True)

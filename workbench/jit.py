@@ -1,13 +1,13 @@
 """How the library compiles: the house ``@jit``, and how a target's density reaches the
 compiled kernels of the methods.
 
-The user-facing contract (DESIGN.md) is a Numba function
+The user-facing contract (docs/architecture.md, "Target") is a Numba function
 ``logp_grad(theta, grad_out, data) -> float`` with ``data`` a tuple of arrays. A kernel
 that receives such a function as an argument is, by default, *specialised* on the function
 object, and Numba's ``cache=True`` then never persists it across processes: every test
 session and every study worker would recompile every (kernel, target) pair, 2-5 s each.
 
-What we do instead (measured on this project's machines, see notes/python-and-numba.md):
+What we do instead (measured on this project's machines; docs/architecture.md, "Compiled code"):
 the kernels take the target's function as a first-class function of one fixed signature,
 ``float64(float64[::1], float64[::1], PACKED)``, where ``PACKED`` is the target's data
 packed into two read-only buffers, (float64[::1], int64[::1]). Every target reaches the
@@ -16,8 +16,6 @@ back into the user's arrays (views, no copy) and calls the user's ``logp_grad``,
 is inlined. So each kernel is compiled once, whatever the targets' data layouts, and its
 compiled code is cached on disk; only the adapter (a fraction of a second to 2 s) is compiled
 per target, and it too is cached on disk when the user's function is importable by name.
-Measured: a cold ``make report`` spent 206 of its 437 cell-seconds compiling when kernels were
-compiled per data layout (each of 7 layouts x 8 kernels, often in both workers at once).
 
 ``target_kernel`` below builds one explicit-signature dispatcher of the kernel's Python
 function; explicit signatures also switch off Numba's lazy compilation, so a call can never
@@ -34,7 +32,8 @@ from __future__ import annotations
 import math
 import threading
 import typing
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numba
 from numba import types

@@ -1,4 +1,4 @@
-"""One result type for every method (DESIGN.md, "Result"), and the cost it reports.
+"""One result type for every method (docs/architecture.md, "Result"), and the cost it reports.
 
 ``Result.draws`` is always (chains, draws, dim) of equally weighted draws, except for
 importance sampling, which gives draws (1, n, dim) with ``log_weights`` (1, n). VI and

@@ -1,4 +1,4 @@
-"""The target density contract shared by every method (DESIGN.md, "Target").
+"""The target density contract shared by every method (docs/architecture.md, "Target").
 
 A :class:`Target` is a frozen dataclass holding a Numba function
 ``logp_grad(theta, grad_out, data) -> float`` that returns log p(theta) (unnormalised is
@@ -18,8 +18,9 @@ import functools
 import math
 import uuid
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -324,7 +325,7 @@ class Target:
             return self.constrain_fn(x)
         return {name: x[..., k] for k, name in enumerate(self.param_names)}
 
-    def replace(self, **changes) -> "Target":
+    def replace(self, **changes) -> Target:
         """A copy with some fields changed (e.g. ``truth`` or ``initial_point``)."""
         return dataclasses.replace(self, **changes)
 
@@ -350,7 +351,7 @@ class Target:
         description: str = "",
         validate: bool = True,
         check_gradient: bool = True,
-    ) -> "Target":
+    ) -> Target:
         """A user target from a Numba ``logp_grad(theta, grad_out, data) -> float``.
 
         With ``validate=True`` (default), the function is called once at the initial point
@@ -400,7 +401,7 @@ class Target:
 
     @classmethod
     def from_pymc(cls, model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
-                  observed_as_data: bool = False) -> "Target":
+                  observed_as_data: bool = False) -> Target:
         """A target from a PyMC model: its joint log density and gradient on PyTensor's
         unconstrained space, compiled by PyTensor's Numba backend (the optional extra,
         ``pip install "workbench[pymc]"``). ``target.constrain(draws)`` and
@@ -424,7 +425,7 @@ class Target:
         rel_step: float = 1e-6,
         validate: bool = True,
         **kwargs,
-    ) -> "Target":
+    ) -> Target:
         """A user target from a Numba ``logp(theta, data) -> float`` alone.
 
         The gradient is computed by central differences inside Numba (2 d + 1 density

@@ -57,12 +57,8 @@ ALGO_HMC, ALGO_NUTS = 0, 1
 # (0.8 -> 0.95 -> 0.9875 -> 0.99) and restart dual averaging from the current step: a
 # divergence counts when it comes SETTLE_ITERATIONS or more after dual averaging last
 # (re)started, because its trial steps after a restart (Stan's windows) diverge on any
-# posterior: with 20 iterations, every Gaussian measured raised its target to 0.9875 under
-# "diag_stan"; with 50, none did. Measured on the banana (4 seeds x 4 chains x 8,000 draws):
-# ESS per draw 0.076 with 3-26 divergences, against 0.041 and 36-771 when the target rose by
-# halves (0.8 -> 0.9 -> ...) without a restart, and 0.095 with target_accept=0.95 from the
-# start. (Two divergences instead of one spared a chain of the breast-cancer regression that
-# never diverges in sampling, and missed a banana chain that then diverged 18 times.)
+# posterior (with 20 iterations every Gaussian raised its target under "diag_stan"; with 50,
+# none did). What it buys on the banana: ``benchmarks/mcmc_speed.py --banana``.
 SETTLE_ITERATIONS = 50
 MAX_RAISED_TARGET = 0.99
 
@@ -120,7 +116,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     ``if transform is not None`` branch by the argument's type, so each kernel holds one NUTS
     tree, not both (the one kernel that held both took 40 s to compile, on one core).
     ``adapt_log`` gets (metric estimates, estimates that failed and left the diagonal alone,
-    warmup iterations run, times the target acceptance was raised, the final target x 1e4). Returns (iterations done, gradient evaluations, of which in warmup, final step).
+    warmup iterations run, times the target acceptance was raised, the final target x 1e4).
+    Returns (iterations done, gradient evaluations, of which in warmup, final step).
     """
     d = x.size
     n_warmup = settings.n_warmup

@@ -283,10 +283,8 @@ class HMC(_Hamiltonian):
     the metric adapted as ``metric`` says (see :class:`NUTS`).
 
     Why jitter by default: once the metric is adapted, every coordinate of a Gaussian
-    oscillates with the same period, and a fixed trajectory length near a multiple of it
-    makes chains nearly periodic. Measured on gaussian(d=10, sds 0.1..10), 4 x 1000 draws:
-    L = 16 without jitter gave R-hat 1.25 and 12 bulk ESS; with jitter 0.3, R-hat 1.004 and
-    2,000; L = 8 with jitter 0.3, R-hat 1.005 and 2,300. Set ``jitter=0`` for plain HMC.
+    oscillates with the same period, and a fixed trajectory length near a multiple of it makes
+    chains nearly periodic (Mackenzie 1989; Neal 2011, sec. 5.4.2.2). ``jitter=0``: plain HMC.
     """
 
     family = "MCMC"
@@ -309,49 +307,35 @@ class HMC(_Hamiltonian):
 
 @dataclass(frozen=True)
 class NUTS(_Hamiltonian):
-    """The No-U-Turn Sampler: multinomial NUTS with the generalised criterion (Stan's form).
+    """The No-U-Turn Sampler: multinomial NUTS with the generalised criterion (Hoffman &
+    Gelman 2014, Algorithm 3; Betancourt 2017, sec. A.4, Stan's form).
 
-    Step size by dual averaging toward ``target_accept`` (0.8); trees up to ``max_depth``
-    doublings (2^max_depth leapfrog steps); a divergence when the energy error exceeds
-    ``max_energy_error`` (1000). See ``workbench/mcmc/trajectory.py``.
+    Step size by dual averaging toward ``target_accept`` (0.8) of the symmetric acceptance
+    statistic (nutpie's), jittered by +-``jitter`` (10%) each transition; trees up to
+    ``max_depth`` doublings; a divergence when the energy error exceeds ``max_energy_error``
+    (1000). See ``workbench/mcmc/trajectory.py``. Under a gradient budget, warmup and tree
+    depth are bounded so the run ends with draws (:func:`budget_limits`).
 
-    ``metric``: ``"auto"`` (default; ``methods/flow_metric.py``): warmup in phases, the first
-    warmup draws and their gradients rank the diagonal metric, the low-rank one and a learned
-    flow by the Fisher divergence on held-out draws, and the chains go on with the winner; its
-    warmup is 1,000 iterations, of which an easy posterior's diagonal metric spends about 300.
-    Measured against ``"diag"``, 5 seeds on eleven targets (``benchmarks/nuts_geometry.py --auto``):
-    1.0-1.1x on Gaussians, 2-20x on correlated regressions, 16x on centred eight schools. Or
-    ``"diag"`` (the default until 2026-11, and with ``warmup=0``; level with nutpie's default),
-    ``"diag_stan"``, ``"low_rank"``, ``"dense"``, ``"flow"`` or ``"identity"``
-    (``workbench/mcmc/adaptation.py``). The low-rank metric keeps the
-    eigen-directions whose eigenvalue lies outside [1/``metric_cutoff``, ``metric_cutoff``]
-    (2 by default), at most ``metric_rank`` of them (None: no limit), with covariances
-    regularised by ``metric_gamma`` (1e-5): the defaults of Seyboldt et al. (2026) and
-    nutpie. ``result.info`` holds the metric each chain ended with: ``inv_mass`` (the
-    diagonal of M^-1) and, for low-rank and dense, ``metric_rank`` and ``metric_eigenvalues``.
-    ``adapt_mass`` is the deprecated name: ``"gradient"``, ``"stan"``, ``"none"`` mean
-    ``"diag"``, ``"diag_stan"``, ``"identity"``. ``inv_metric``: the diagonal of M^-1 the chains
-    start with, (d,) or (chains, d) (Stan's ``inv_metric``); ``metric="identity"`` keeps it, the
-    others adapt from it. None: ones, or Pathfinder's variances with ``init="pathfinder"``.
+    ``metric``: ``"auto"`` (default; ``workbench/sampling/flow_metric.py``) warms up in phases:
+    the first phase's draws and their gradients rank the diagonal metric, the low-rank one and
+    a learned flow by the Fisher divergence on held-out draws, and the chains go on with the
+    winner (warmup 1,000 iterations). The default for its ESS per gradient and pass counts
+    against ``"diag"`` (``benchmarks/nuts_geometry.py --auto``, ``docs/benchmarks/nuts_auto.csv``).
+    The others (``workbench/mcmc/adaptation.py``): ``"diag"`` (also with ``warmup=0``),
+    ``"diag_stan"`` (with ``warmup=1000``, Stan's windows), ``"low_rank"`` (Seyboldt et al.
+    2026: eigen-directions with eigenvalue outside [1/``metric_cutoff``, ``metric_cutoff``], at
+    most ``metric_rank`` of them, covariances regularised by ``metric_gamma``), ``"dense"``,
+    ``"flow"`` and ``"identity"``; the kernel metrics warm up for 400 iterations.
+    ``result.info`` holds the metric each chain ended with (``inv_mass``, and ``metric_rank``,
+    ``metric_eigenvalues`` for low-rank and dense). ``inv_metric``: the diagonal of M^-1 the
+    chains start with, (d,) or (chains, d) (Stan's ``inv_metric``). ``adapt_mass`` is the
+    deprecated name (``"gradient"``, ``"stan"``, ``"none"`` mean ``"diag"``, ``"diag_stan"``,
+    ``"identity"``).
 
-    Defaults measured against nutpie's (``workbench/mcmc/adaptation.py`` says how): 400 warmup
-    iterations for the kernel metrics (run ``metric="diag_stan"`` with ``warmup=1000`` for Stan's
-    own schedule);
-    the step size jittered by +-``jitter`` (10%) each transition, as nutpie does, which breaks
-    the periodic trajectories of near-Gaussian targets (corr10: 6.1 to 7.7 ESS per 1,000
-    gradients); dual averaging adapts the symmetric acceptance statistic (nutpie's; same
-    expectation, less variance, so the averaged step lands at the target: realised 0.81 on
-    the 100-d Gaussian for a target of 0.8, 0.82 with the plain statistic). Under a gradient
-    budget, warmup and tree depth are bounded so the run ends with draws
-    (:func:`budget_limits`), and no run spends past its budget.
-
-    ``adapt_target=True``: a divergence in warmup once the metric has settled (after its first
-    30%, and 50 or more iterations after the step's adaptation last restarted) raises the
-    target acceptance, 0.8 -> 0.95 -> 0.9875 -> 0.99, and restarts dual averaging from the
-    current step, so the draws take the smaller step a curved posterior needs; the messages
-    say so (``workbench/mcmc/chains.py``). On the banana, 4 chains x 8,000 draws, 4 seeds: ESS
-    per draw 0.076 and 3-26 divergences, against 0.041 and 36-771 before (raised by halves,
-    no restart) and 0.095 with ``target_accept=0.95``.
+    ``adapt_target=True``: a divergence in warmup once the metric has settled raises the
+    target acceptance, 0.8 -> 0.95 -> 0.9875 -> 0.99, and restarts dual averaging, so the draws
+    take the smaller step a curved posterior needs; the messages say so
+    (``workbench/mcmc/chains.py``; ``benchmarks/mcmc_speed.py --banana`` measures it).
 
     ``walnuts=True``: WALNUTS (Bou-Rabee, Carpenter, Kleppe and Liu 2025;
     ``workbench/mcmc/walnuts.py``), each leaf's step halved (up to 5 times) until the energy

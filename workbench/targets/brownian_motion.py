@@ -7,7 +7,7 @@ x_0..x_29): d = 32. Inference Gym's ``BrownianMotionUnknownScalesMissingMiddleOb
 s_i = 0.1 and saw with s_o = 0.15, checked in because its snippet was not seeded), so the
 posterior is the one the Gym and the MAMS paper report on. ``data(seed)`` draws a new walk the
 same way instead (and ``exact_truth(seed)`` its posterior's truth): seed 0 was this library's
-data set before 2026-11-28, a harder posterior (the sd of log s_o 0.76 against the Gym's 0.47).
+data set before it took the Gym's, a harder posterior (log s_o less well identified).
 
 **The truth is exact.** Given the two log scales u = (log s_i, log s_o) the path is
 linear-Gaussian: a Kalman filter gives p(y | u) in closed form and the Rauch-Tung-Striebel

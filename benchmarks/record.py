@@ -1,0 +1,41 @@
+"""How a benchmark records what it measured: every CSV row under ``docs/benchmarks/`` carries
+the date it was measured, the machine and the command that measured it, so the page generated
+from the CSVs (``scripts/benchmarks_page.py``) can say where each number comes from."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+CSV_DIR = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
+
+
+def machine() -> str:
+    """A short description of this machine: cores, processor architecture, operating system."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} cores, {platform.machine()}, {platform.system()}, Python {platform.python_version()}"
+
+
+def command() -> str:
+    """The command line that is running, as a reader would retype it."""
+    script = Path(sys.argv[0])
+    try:
+        script = script.resolve().relative_to(CSV_DIR.parents[1])
+    except ValueError:
+        pass
+    return " ".join(["python", script.as_posix(), *map(shlex.quote, sys.argv[1:])])
+
+
+def stamp(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the columns ``measured`` (today), ``machine`` and ``command``."""
+    frame = frame.copy()
+    frame["measured"] = datetime.date.today().isoformat()
+    frame["machine"] = machine()
+    frame["command"] = command()
+    return frame

@@ -1,0 +1,55 @@
+"""The benchmarks page is the CSVs' page: generated from them, and every row says when, where
+and how it was measured."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_is_what_the_csvs_give():
+    page = _load(ROOT / "scripts" / "benchmarks_page.py")
+    assert page.PAGE.read_text() == page.render(), "run python scripts/benchmarks_page.py"
+    assert page.main(["--check"]) == 0
+
+
+def test_every_csv_row_says_when_where_and_how_it_was_measured():
+    csvs = sorted((ROOT / "docs" / "benchmarks").glob("*.csv"))
+    assert len(csvs) >= 5
+    for path in csvs:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        assert {"measured", "machine", "command"} <= set(frame.columns), path.name
+        assert (frame["machine"] != "").all() and frame["command"].str.startswith("python ").all(), path.name
+
+
+def test_a_benchmark_stamps_its_rows(monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        record = _load(ROOT / "benchmarks" / "record.py")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / "nuts_geometry.py"), "--auto"])
+    stamped = record.stamp(pd.DataFrame({"target": ["gauss100"], "ratio": [1.0]}))
+    assert list(stamped.columns) == ["target", "ratio", "measured", "machine", "command"]
+    assert stamped["command"].iloc[0] == "python benchmarks/nuts_geometry.py --auto"
+    assert "cores" in stamped["machine"].iloc[0]
+
+
+def test_a_csv_without_provenance_is_refused():
+    page = _load(ROOT / "scripts" / "benchmarks_page.py")
+    try:
+        page.section("bare", pd.DataFrame({"target": ["x"], "ratio": ["1"]}))
+    except ValueError as error:
+        assert "measured" in str(error) and "bare.csv" in str(error)
+    else:
+        raise AssertionError("a CSV without measured/machine/command columns was rendered")
