@@ -177,7 +177,8 @@ def gaussian_vi_rows(quick, seed):
         q = result.approximation
         mean_err = np.abs(q.mean - ref_mean) / ref_sd
         sd_err = np.abs(np.sqrt(np.diag(q.cov)) - ref_sd) / ref_sd
-        rows.append({"fit": label, "grads": result.cost.grad_evals, "mean_err_max": float(mean_err.max()), "mean_err_avg": float(mean_err.mean()),
+        rows.append({"fit": label, "grads": result.cost.grad_evals, "mean_err_max": float(mean_err.max()),
+                     "mean_err_avg": float(mean_err.mean()),
                      "sd_err_max": float(sd_err.max()), "sd_err_avg": float(sd_err.mean())})
     return rows
 

@@ -30,13 +30,16 @@ window.addEventListener('load', () => {
   const describe = (el) => (el.getAttribute('src') || el.textContent || '').trim().slice(0, 60);
   document.querySelectorAll('img').forEach((img) => {
     const r = img.getBoundingClientRect();
-    if (r.right > width + 1 || r.left < -1) bad.push(`figure ${describe(img)} runs off the window (${Math.round(r.left)}-${Math.round(r.right)} px)`);
+    if (r.right > width + 1 || r.left < -1)
+      bad.push(`figure ${describe(img)} runs off the window (${Math.round(r.left)}-${Math.round(r.right)} px)`);
     if (!img.complete || img.naturalWidth === 0) bad.push(`figure ${describe(img)} did not load`);
   });
   document.querySelectorAll('table').forEach((table) => {
     const box = table.closest('.scroll');
     const r = (box || table).getBoundingClientRect();
-    if (r.right > width + 1) bad.push(`table "${describe(table.querySelector('th') || table)}" runs off the window (right edge ${Math.round(r.right)} px)`);
+    if (r.right > width + 1)
+      bad.push(`table "${describe(table.querySelector('th') || table)}" runs off the window ` +
+               `(right edge ${Math.round(r.right)} px)`);
     if (!box && table.getBoundingClientRect().width > table.parentElement.getBoundingClientRect().width + 1)
       bad.push(`table "${describe(table.querySelector('th') || table)}" is wider than its column and has no scroll box`);
   });

@@ -208,7 +208,8 @@ def report(run, folder) -> Page:
     figures = [
         Figure(F.error_vs_cost(table, "w1_mean", folder, "w1_vs_cost.png", "mean marginal W1"),
                f"Mean marginal Wasserstein-1 distance (sd units) against gradient evaluations spent, {over_seeds}, "
-               "per target (log-log). The dashed line is Exact (4,000 i.i.d. draws from the truth: the Monte Carlo error of an ideal sampler of that size); "
+               "per target (log-log). The dashed line is Exact (4,000 i.i.d. draws from the truth: the Monte Carlo error "
+               "of an ideal sampler of that size); "
                "Laplace is a single point at the cost of its optimisation."),
         Figure(F.error_vs_cost(table, "mean_err_max", folder, "mean_err_vs_cost.png", "max |mean error| / sd"),
                "Largest error of a coordinate's mean in units of its true sd, against gradient evaluations."),
@@ -225,7 +226,8 @@ def report(run, folder) -> Page:
         stem = label.replace(" ", "_").replace("=", "")
         figures.append(Figure(F.marginal_densities(run, idx, folder, f"{stem}_marginals.png", reference=ref),
                               f"{label}: marginals of the first two coordinates, each method at the largest budget "
-                              f"({int(top):,} gradients); the black line is the {'exact marginal' if ref is None else 'long-NUTS reference (dashed)'}."))
+                              f"({int(top):,} gradients); the black line is the "
+                              f"{'exact marginal' if ref is None else 'long-NUTS reference (dashed)'}."))
         figures.append(Figure(F.forest(run, idx, folder, f"{stem}_forest.png"),
                               f"{label}: 89% intervals of the first two coordinates per method (ArviZ forest plot)."))
     for label in ("funnel d=5", "gaussian d=10"):

@@ -71,7 +71,8 @@ def grid(quick: bool) -> list[Cell]:
                 if label in MIXTURES and budget <= 1_000_000:
                     per_chain = budget // 4
                     cells.append(Cell(spec, {"method": "NUTS", "chains": 4, "warmup": int(np.clip(per_chain // 40, 50, 1000)),
-                                             "draws": per_chain, **quiet}, seed, budget, labels={"target": label, "method": "NUTS"}))
+                                             "draws": per_chain, **quiet}, seed, budget,
+                           labels={"target": label, "method": "NUTS"}))
     calibration = CALIBRATION_TARGETS + ([] if quick else FULL_ONLY_CALIBRATION_TARGETS)
     for label, spec in calibration:
         for seed in range(3 if quick else 10):

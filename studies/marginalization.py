@@ -4,7 +4,8 @@ On a 4-d three-peak Gaussian mixture, the funnel (d = 5) and a small Bayesian ne
 each method's one-coordinate marginals are compared with the true ones by total-variation
 distance on a grid: for nn4post both its analytic marginal (eq. 5-6: the same mixture with the
 other coordinates dropped, no sampling) and a Gaussian KDE of its draws; for NUTS and
-importance sampling a KDE of theirs (every method gets 4,000 draws, 2,000 in the quick mode, which runs one seed of the BNN). The truth is exact for the mixture and
+importance sampling a KDE of theirs (every method gets 4,000 draws, 2,000 in the quick mode, which runs one seed
+of the BNN). The truth is exact for the mixture and
 the funnel, and a KDE of a long NUTS run for the BNN. Then the paper's transfer argument
 (sec. 5): the fitted q's marginal on two of the mixture's coordinates, reused as the
 importance-sampling proposal for the exact two-coordinate marginal, against the default

@@ -298,7 +298,8 @@ def report(run, folder) -> Page:
     figures = [Figure(_option_figure(run, folder, int(d)),
                       f"Three-peak mixture, d = {int(d)}: the loss (KL, as the target is normalised) against iterations for "
                       "each option switched on its own. The lower-bound run's trace is its own (bound-based) loss; its "
-                      "final KL in the table uses the exact entropy. Dotted: the goal of the iterations column (twice the baseline's final KL).")
+                      "final KL in the table uses the exact entropy. Dotted: the goal of the iterations column (twice the "
+                      "baseline's final KL).")
                for d in dims]
     figures.append(Figure(_nc_figure(run, folder),
                           "N_c sweep on a 2-d three-peak mixture from the paper's box start: final KL and the largest "

@@ -57,7 +57,7 @@ def with_kl(table: pd.DataFrame) -> pd.DataFrame:
     t = table[table["status"] == "ok"].copy()
     t["loss"] = t["kl"]
     t["log_z_source"] = "exact"
-    for target, g in t.groupby("target"):
+    for _, g in t.groupby("target"):
         if g["kl"].notna().all():
             continue
         best = g.loc[g["neg_elbo"].idxmin()]

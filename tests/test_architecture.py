@@ -2,6 +2,7 @@
 pyproject.toml's import-linter contract lists, and no module passes 500 lines."""
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -40,3 +41,44 @@ def test_every_module_has_its_mirrored_test_module():
         if not mirror.exists():
             missing.append(str(rel))
     assert not missing, f"modules without tests/unit/<same path>/test_<module>.py: {sorted(missing)}"
+
+
+def repository_text_files():
+    """The repository's own text files: sources, docs, configuration (not the venv, caches or reports)."""
+    skip = {".git", ".venv", "reports", "__pycache__", ".pytest_cache", "build"}
+    suffixes = {".py", ".md", ".toml", ".cfg", ".yml", ".yaml", ".txt", ".sh", ""}
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if path.is_file() and not skip & set(rel.parts) and not rel.parts[0].endswith(".egg-info") \
+                and path.suffix in suffixes and path.stat().st_size < 2_000_000:
+            yield rel, path.read_text(errors="replace")
+
+
+def test_no_file_points_outside_the_repository():
+    """The design and the notes the code relies on are in docs/architecture.md: a reader of the
+    repository can follow every pointer."""
+    outside = re.compile(r"DESIGN\.md|\.\./shared|(?<![\w/])notes/[\w.-]+\.md|shared/seeds")
+    found = {rel.as_posix(): m.group(0) for rel, text in repository_text_files()
+             if rel.as_posix() != "tests/test_architecture.py" and (m := outside.search(text))}
+    assert len(list(repository_text_files())) > 100
+    assert not found, f"pointers to files outside the repository: {found}"
+
+
+def test_no_dated_run_logs_in_the_library_or_the_docs():
+    """A run's time is not a commit: dated measurements live in docs/benchmarks/*.csv and the
+    page generated from them, not in docstrings, comments or the prose pages."""
+    dated = re.compile(r"\b202[4-9]-[01]\d\b")
+    places = [*library_modules(), ROOT / "README.md",
+              *(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")]
+    found = {p.relative_to(ROOT).as_posix(): m.group(0) for p in places if (m := dated.search(p.read_text()))}
+    assert len(places) > 50
+    assert not found, f"dated run logs (move the numbers to a benchmark's CSV): {found}"
+
+
+def test_the_code_passes_the_configured_lint():
+    """pyproject.toml's ruff rules (line length, pyflakes, pycodestyle, import order, pyupgrade,
+    bugbear) hold everywhere: a configured rule that nobody checks is no rule."""
+    exe = shutil.which("ruff") or str(pathlib.Path(sys.executable).parent / "ruff")
+    proc = subprocess.run([exe, "check", "--no-cache", "workbench", "tests", "studies", "benchmarks", "scripts", "examples"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

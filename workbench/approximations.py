@@ -86,7 +86,7 @@ class Gaussian:
     """
 
     @classmethod
-    def from_cholesky(cls, mean, chol) -> "Gaussian":
+    def from_cholesky(cls, mean, chol) -> Gaussian:
         """N(mean, L L^T) from a lower-triangular L with a positive diagonal."""
         chol = np.tril(np.atleast_2d(_float_array("chol", chol)))
         mean = _float_array("mean", mean, ndim=1)
@@ -265,7 +265,7 @@ class GaussianMixture:
         x = np.asarray(x, dtype=float)[..., None]
         return np.sum(self.weights * norm().pdf(x, self.means[:, k], self.scales[:, k]), axis=-1)
 
-    def marginal(self, indices) -> "GaussianMixture":
+    def marginal(self, indices) -> GaussianMixture:
         """The marginal over the coordinates ``indices``: the same weights, those columns (eq. 5)."""
         idx = np.atleast_1d(np.asarray(indices, dtype=int))
         for k in idx:

@@ -69,7 +69,7 @@ def _budgets(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v.replace("_", "")) for v in text.split(",") if v.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"budgets are integers separated by commas, e.g. 10000,100000; got {text!r}")
+        raise argparse.ArgumentTypeError(f"budgets are integers separated by commas, e.g. 10000,100000; got {text!r}") from None
     if not values or min(values) < 100:
         raise argparse.ArgumentTypeError(f"budgets must be integers >= 100, got {text!r}")
     return values

@@ -33,7 +33,8 @@ may exceed a very small limit: ``min_grad_evals`` says how many it needs).
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize

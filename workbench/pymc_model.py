@@ -157,7 +157,7 @@ def _shared_digest(variable) -> str:
 
 
 # model -> {(graph digest, data digest): Target}; weak, so a model's targets go with it
-_COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _shared_inputs(fn) -> list:

@@ -4,8 +4,9 @@ coordinates are not identified (:class:`Identified`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

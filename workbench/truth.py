@@ -4,8 +4,9 @@ sampler, its marginals, or the reference draws that stand in for them."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

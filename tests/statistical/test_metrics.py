@@ -104,7 +104,8 @@ def test_adapt_mass_still_works_with_a_deprecation_warning():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: wb.methods.NUTS(metric="full"), r"metric must be one of \['auto', 'dense', 'diag', 'diag_stan', 'flow', 'identity', 'low_rank'\]"),
+        (lambda: wb.methods.NUTS(metric="full"),
+         r"metric must be one of \['auto', 'dense', 'diag', 'diag_stan', 'flow', 'identity', 'low_rank'\]"),
         (lambda: wb.methods.HMC(metric=None), "metric must be one of"),
         (lambda: wb.methods.NUTS(metric="low_rank", metric_rank=0), "metric_rank must be an integer >= 1"),
         (lambda: wb.methods.NUTS(metric="low_rank", metric_rank=2.5), "metric_rank must be an integer"),

@@ -67,7 +67,8 @@ def test_mixture_recovers_three_peaks_in_ten_dimensions_with_restarts():
     ELBO find all three, and -ELBO = KL(q || p) (the target is normalised) comes out near 0."""
     m = wb.targets.gaussian_mixture(10, weights=[0.2, 0.3, 0.5], means=[-2.0, 0.0, 2.0], scales=[0.8, 1.0, 1.2])
     res = wb.methods.NN4Post(
-        n_components=5, restarts=6, steps=4000, init="box", adapt_components=False, learning_rate=0.1, lr_final=0.02, frozen_fix="clip", converge_tol=0
+        n_components=5, restarts=6, steps=4000, init="box", adapt_components=False, learning_rate=0.1, lr_final=0.02,
+        frozen_fix="clip", converge_tol=0
     ).run(m, seed=0)
     weights, mean_err, scale_err = _by_peak(res.approximation, m.truth)
     np.testing.assert_allclose(weights, [0.2, 0.3, 0.5], atol=0.05)
@@ -159,7 +160,8 @@ def test_early_stopping_when_the_elbo_stops_improving():
 
 def test_frozen_out_fix_revives_a_component_started_at_weight_1e_20():
     m = wb.targets.gaussian_mixture(2, weights=[0.4, 0.6], means=[-4.0, 4.0], scales=1.0)
-    common = dict(n_components=2, steps=3000, init_weights=[1.0, 1e-20], init="box", init_range=5.0, adapt_components=False, converge_tol=0)
+    common = dict(n_components=2, steps=3000, init_weights=[1.0, 1e-20], init="box", init_range=5.0, adapt_components=False,
+                  converge_tol=0)
     frozen = wb.methods.NN4Post(frozen_fix="none", **common).run(m, seed=3)
     fixed = wb.methods.NN4Post(frozen_fix="clip", **common).run(m, seed=3)
     assert frozen.approximation.weights.min() < 1e-6
@@ -180,7 +182,7 @@ def test_analytic_marginals_integrate_to_one_match_draws_and_subset():
     q = GaussianMixture([0.2, 0.8], [[-2.0, 1.0, 0.0], [3.0, -1.0, 2.0]], [[0.5, 1.0, 2.0], [1.5, 0.3, 1.0]])
     x = q.sample(200_000, 0)
     for k in range(3):
-        assert integrate.quad(lambda v: q.marginal_pdf(k, v), -30, 30, limit=200)[0] == pytest.approx(1.0, abs=1e-8)
+        assert integrate.quad(lambda v, k=k: q.marginal_pdf(k, v), -30, 30, limit=200)[0] == pytest.approx(1.0, abs=1e-8)
         hist, edges = np.histogram(x[:, k], bins=40, density=True)
         mid = 0.5 * (edges[1:] + edges[:-1])
         assert np.max(np.abs(hist - q.marginal_pdf(k, mid))) < 0.02

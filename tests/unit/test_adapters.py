@@ -39,7 +39,7 @@ def test_a_fresh_process_loads_the_adapter_from_numbas_cache_instead_of_compilin
 
     import workbench as wb
 
-    wb.targets.banana(dim=2).kernel_logp_grad  # compiled (and saved) here, if not already
+    _ = wb.targets.banana(dim=2).kernel_logp_grad  # compiled (and saved) here, if not already
     code = ("import workbench as wb\n"
             "a = wb.targets.banana(dim=2).kernel_logp_grad\n"
             "print(sum(a.stats.cache_hits.values()), sum(a.stats.cache_misses.values()))")
@@ -131,7 +131,8 @@ def test_a_fastmath_functions_adapter_has_one_file_name_in_every_process(tmp_pat
     (tmp_path / "fastmath_probe.py").write_text(
         "import numba\n\n\n@numba.njit(fastmath={'reassoc', 'contract', 'nsz', 'arcp'})\n"
         "def logp_grad(theta, grad_out, data):\n    grad_out[:] = -theta\n    return -0.5 * (theta ** 2).sum()\n")
-    code = ("import numpy as np\nfrom fastmath_probe import logp_grad\nfrom workbench.adapters import compile_kernel_form, pack_data\n"
+    code = ("import numpy as np\nfrom fastmath_probe import logp_grad\n"
+            "from workbench.adapters import compile_kernel_form, pack_data\n"
             "print(compile_kernel_form(logp_grad, pack_data((np.zeros(1),)).layout).py_func.__module__)")
     names = set()
     for seed in ("1", "2", "3"):

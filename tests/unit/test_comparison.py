@@ -19,7 +19,8 @@ from workbench.targets.specs import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "user_target.py"
-PANEL = {"Laplace", "RWM", "HMC", "NUTS", "MAMS", "MCLMC", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "BatchAndMatch", "Pathfinder", "SMC"}
+PANEL = {"Laplace", "RWM", "HMC", "NUTS", "MAMS", "MCLMC", "IS", "MeanFieldVI", "NN4Post", "FullRankVI", "DADVI", "BatchAndMatch",
+         "Pathfinder", "SMC"}
 
 
 def _images(page: Path) -> list[Path]:

@@ -146,7 +146,8 @@ def test_library_functions_and_numpy_are_identified_by_name():
 def test_the_digest_is_the_same_in_every_process(tmp_path):
     """Cache keys built from it must match across processes (string hashing differs)."""
     (tmp_path / "same_probe.py").write_text(textwrap.dedent(SCALED))
-    code = "from same_probe import logp_grad\nfrom workbench.fingerprint import dependency_digest\nprint(dependency_digest(logp_grad))"
+    code = ("from same_probe import logp_grad\nfrom workbench.fingerprint import dependency_digest\n"
+            "print(dependency_digest(logp_grad))")
     seen = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}

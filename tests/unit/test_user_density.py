@@ -1,4 +1,5 @@
-"""workbench/user_density.py: what the contract does to a user's function (arguments checked, bounds-checked calls, compiled once)."""
+"""workbench/user_density.py: what the contract does to a user's function (arguments checked, bounds-checked calls,
+compiled once)."""
 
 import numpy as np
 import pytest

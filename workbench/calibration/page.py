@@ -249,7 +249,8 @@ def page(result, folder, budget: int, seed: int) -> Page:
         "the log-likelihood of the simulated data at each draw (it catches a fit that ignores the data, which the "
         "parameters' ranks cannot: the prior is the average posterior).",
         f"flagged: the quantities whose p-value fails Holm's step-down procedure at the family-wise level "
-        f"{result.level:g} over that method's {len(result.tested or result.quantities)} tested quantities. Unhealthy fits (divergences, R-hat, "
+        f"{result.level:g} over that method's {len(result.tested or result.quantities)} tested quantities. "
+        "Unhealthy fits (divergences, R-hat, "
         "k-hat, not converged) count in the ranks all the same: a method is judged by what it returns.",
     ]
     return Page(finding=result.finding, figures=figures, tables=tables, notes=notes)

@@ -34,7 +34,7 @@ class MixtureState:
     initial_eps: float = 1.0
 
     @classmethod
-    def new(cls, means: np.ndarray, chols: np.ndarray, history: int, initial_eps: float) -> "MixtureState":
+    def new(cls, means: np.ndarray, chols: np.ndarray, history: int, initial_eps: float) -> MixtureState:
         k = means.shape[0]
         return cls(np.full(k, -math.log(k)), means.copy(), chols.copy(), np.full(k, initial_eps), np.full(k, -1.0),
                    np.full((k, history), NEVER), np.full((k, history), NEVER), initial_eps)

@@ -58,7 +58,7 @@ class Coupling(NamedTuple):
     R: np.ndarray  # (b, P)
 
     @classmethod
-    def identity(cls, b_idx, parents) -> "Coupling":
+    def identity(cls, b_idx, parents) -> Coupling:
         parents = np.asarray(parents, np.int64).reshape(len(b_idx), -1)
         b, p = parents.shape
         return cls(np.asarray(b_idx, np.int64), parents, np.zeros(b), np.zeros(b),
@@ -68,13 +68,13 @@ class Coupling(NamedTuple):
         """The coefficients as one vector (a, c, W, U, Q, V, R): what ``flow_fit`` optimises."""
         return np.concatenate([np.ravel(getattr(self, f)) for f in FIELDS])
 
-    def with_params(self, values: np.ndarray) -> "Coupling":
+    def with_params(self, values: np.ndarray) -> Coupling:
         b, p = self.parents.shape
         parts = np.split(np.asarray(values, dtype=float), np.cumsum([b, b, b * p, b * p, b * p, b * p]))
         return self._replace(**{f: part if f in ("s0", "c") else part.reshape(b, p)
                                 for f, part in zip(FIELDS, parts)})
 
-    def compact(self) -> "Coupling":
+    def compact(self) -> Coupling:
         """The same layer without the parents none of its coefficients reads."""
         used = (self.W != 0) | (self.U != 0) | (self.Q != 0) | (self.V != 0) | (self.R != 0)
         width = max(1, int(used.sum(axis=1).max())) if used.size else 1

@@ -201,7 +201,8 @@ class GMMVI(PSISResampled, Method):
         grad_cap = budget.grad_evals
         controls = np.zeros((1, 2), dtype=np.int64)
         elbo_trace, size_trace = [], []
-        counts = {"grads": start_calls, "done": 0, "nonfinite": 0, "drawn": 0, "failed_steps": 0, "adds": 0, "status": STATUS_STEPS}
+        counts = {"grads": start_calls, "done": 0, "nonfinite": 0, "drawn": 0, "failed_steps": 0, "adds": 0,
+                  "status": STATUS_STEPS}
         weight_eps = WEIGHT_EPS_RANGE[1]
 
         def draw_and_evaluate(n_new):

@@ -91,7 +91,8 @@ class ImportanceSampling(Method):
             raise ValueError(f"resample must be None, 'multinomial' or 'systematic', got {self.resample!r}")
 
     def settings(self) -> dict:
-        return {**super().settings(), "proposal": type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"}
+        proposal = type(self.proposal).__name__ if self.proposal is not None else "default StudentT(df=3)"
+        return {**super().settings(), "proposal": proposal}
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """The proposal's draws, and their resampled copy."""

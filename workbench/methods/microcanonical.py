@@ -364,7 +364,7 @@ DEFAULT_WARMUP, FLOW_WARMUP = 400, 1000
 DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, the rest the whitened run's
 
 
-def _dense_run(method: "MAMS", target: Target, seed: int, budget: Budget) -> Result:
+def _dense_run(method: MAMS, target: Target, seed: int, budget: Budget) -> Result:
     """MAMS(metric="dense"): a diagonal phase, then MAMS on x = m + C z, C from its draws."""
     started = time.perf_counter()
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xDE5E]).spawn(2)]

@@ -95,7 +95,8 @@ class NN4Post(PSISResampled, Method):
         the mode search's start, off for the box and ``init_from`` (the paper's absolute steps).
     adapt_components : True (default) moves components that are not needed where they are: one
         whose weight stays below ``c_accuracy``, or that duplicates a heavier one, for two windows
-        of ``converge_window`` steps is moved to a mode not yet covered, found by L-BFGS from the draw with the largest log p - log q among
+        of ``converge_window`` steps is moved to a mode not yet covered, found by L-BFGS from the
+        draw with the largest log p - log q among
         ``adapt_draws`` draws of q widened threefold (variational boosting's residual, Miller, Foti and Adams 2017;
         GMMVI's component adaptation, Arenz et al. 2023); when that ascent finds only covered
         modes, the component is removed (its weight merged into the one it duplicates, its
@@ -117,7 +118,8 @@ class NN4Post(PSISResampled, Method):
 
     family = "VI"
     colour, marker = "#882255", "*"
-    examples = Examples(quick={"n_components": 2, "steps": 2000, "draws": 300}, budget=3000, long={"n_components": 2, "steps": 10**6, "init": "box"})
+    examples = Examples(quick={"n_components": 2, "steps": 2000, "draws": 300}, budget=3000,
+                        long={"n_components": 2, "steps": 10**6, "init": "box"})
 
     n_components: int = 5
     steps: int | None = None
@@ -350,7 +352,8 @@ class NN4Post(PSISResampled, Method):
                                           "goes to 0); the fit started from Pathfinder's Gaussian")
             result.messages.insert(0, (
                 f"mode search: {len(search.modes)} mode(s) from {search.starts} L-BFGS starts "
-                f"({search.grad_evals} gradients" + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")
+                f"({search.grad_evals} gradients"
+                + (f"; {search.failed} starts skipped: density not finite" if search.failed else "")
                 + ")"))
             if not search.settled:
                 result.messages.insert(1, (

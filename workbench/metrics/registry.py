@@ -14,7 +14,7 @@ The library's own are listed in ``STUDY_METRICS``. Register your own with
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from .b2 import b2_crossing
 from .calibration import calibration_ranks

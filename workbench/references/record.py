@@ -90,7 +90,7 @@ class Reference:
                              "reference_why_not": self.why_not})
 
     @classmethod
-    def from_info(cls, info: dict, draws: np.ndarray, summary: dict | None = None) -> "Reference":
+    def from_info(cls, info: dict, draws: np.ndarray, summary: dict | None = None) -> Reference:
         chains = info["method"].get("chains", 4)
         diag = ChainDiagnostics(chains=chains, draws=int(draws.shape[0]) // chains,
                                 r_hat_max=info["r_hat_max"], ess_bulk_min=info["ess_bulk_min"],

@@ -9,8 +9,8 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Callable
 
 import numpy as np
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -216,7 +217,8 @@ class Chains:
             del stat_names[k]
             if n_nan:
                 messages.append(
-                    f"NaN density: the target's log density was NaN (or +inf, an overflow) at {n_nan} of {int(done.sum())} proposals "
+                    f"NaN density: the target's log density was NaN (or +inf, an overflow) at {n_nan} of "
+                    f"{int(done.sum())} proposals "
                     "(rejected as if -inf, but NaN is a fault of the density, not the edge of its support: "
                     "check where it fails)"
                 )
@@ -297,7 +299,7 @@ def inv_metric_rows(inv: np.ndarray, target, chains: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ChainSampler(Method):
-    """Settings every MCMC sampler shares (same names across methods, DESIGN.md).
+    """Settings every MCMC sampler shares (same names across methods: docs/architecture.md, "Method").
 
     ``init``: None (the target's initial point jittered by uniform(-init_jitter,
     init_jitter) per chain), one point (d,), or (chains, d); HMC and NUTS also take
@@ -334,7 +336,8 @@ class ChainSampler(Method):
         if isinstance(self.init, str):
             raise ValueError(
                 f"init={self.init!r} is not a starting point; {self.name} takes None, a point ({target.dim},) or "
-                f"an array (chains, {target.dim})" + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
+                f"an array (chains, {target.dim})"
+                + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
             )
         chains = start_chains(self, kernel, target, seed, budget)
         search = peaks_for_starts(target, seed, budget, self.chains) if self.init is None else None

@@ -14,7 +14,8 @@ saying what it would take.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ..errors import BudgetTooSmallError
 

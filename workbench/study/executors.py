@@ -22,8 +22,9 @@ import time
 import traceback
 import warnings
 from collections import deque
+from collections.abc import Callable, Iterator
 from multiprocessing import connection as mp_connection
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 EXECUTORS = ("local", "serial", "threads", "dask")
 Job = tuple[Any, Callable, tuple]

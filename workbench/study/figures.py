@@ -194,7 +194,8 @@ def rank_and_energy(run, index: int, folder, stem: str, coords=None) -> list[str
     # titles name the parameter only ("theta" over each was clutter), three panels a row so long
     # names do not run into the panel beside them
     rows = -(-len(coords) // 3)
-    pc = azp.plot_rank(tree, labeller=NoVarLabeller(), col_wrap=3, figure_kwargs={"figsize": (10, 1.9 * rows + 0.4), "layout": "constrained"})
+    pc = azp.plot_rank(tree, labeller=NoVarLabeller(), col_wrap=3,
+                       figure_kwargs={"figsize": (10, 1.9 * rows + 0.4), "layout": "constrained"})
     pc.savefig(Path(folder) / f"{stem}_rank.png", dpi=80, bbox_inches="tight")
     plt.close(pc.viz["figure"].item())
     files.append(f"{stem}_rank.png")

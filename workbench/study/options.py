@@ -65,11 +65,11 @@ class RunOptions:
                                                and self.scheduler.startswith(SCHEDULER_SCHEMES)):
             raise ValueError(f"scheduler must be an address like tcp://host:8786, got {self.scheduler!r}")
 
-    def replace(self, **changes) -> "RunOptions":
+    def replace(self, **changes) -> RunOptions:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def of(cls, options: "RunOptions | None" = None, **values) -> "RunOptions":
+    def of(cls, options: RunOptions | None = None, **values) -> RunOptions:
         """``options`` with ``values`` put in (a TypeError names an unknown option)."""
         unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
@@ -78,7 +78,7 @@ class RunOptions:
         return cls(**values) if options is None else options.replace(**values)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, **values) -> "RunOptions":
+    def from_args(cls, args: argparse.Namespace, **values) -> RunOptions:
         """The options the command line's flags (:func:`add_arguments`) give, ``values`` on top."""
         given = {"quick": args.quick, "executor": args.executor, "workers": args.workers,
                  "scheduler": args.scheduler, "fresh": args.fresh, "out": args.out,
@@ -90,7 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command line's flags for :class:`RunOptions`."""
     parser.add_argument("--quick", action="store_true", help="the small grid (each study a few minutes on 2 cores at most)")
     parser.add_argument("--executor", choices=EXECUTORS, default=None,
-                        help="local process pool (default; compare: threads for a PyMC model), serial (this process), threads (of this process) or dask")
+                        help="local process pool (default; compare: threads for a PyMC model), serial (this process), "
+                             "threads (of this process) or dask")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="a running Dask scheduler, e.g. tcp://host:8786 (implies --executor dask)")

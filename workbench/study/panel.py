@@ -19,7 +19,8 @@ def method_panel(budget: int, chains: int = CHAINS) -> list[tuple[str, dict, int
     quiet = {"progress": False}
     return [
         ("RWM", {"method": "RandomWalkMH", "chains": chains, "warmup": per_chain // 4, "draws": per_chain, **quiet}, budget),
-        ("HMC", {"method": "HMC", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain, **quiet}, budget),
+        ("HMC", {"method": "HMC", "chains": chains, "warmup": int(np.clip(per_chain // 40, 50, 1000)), "draws": per_chain,
+                 **quiet}, budget),
         # NUTS at its defaults: its warmup and trees adapt to the budget (methods/hmc.py)
         ("NUTS", {"method": "NUTS", "chains": chains, "draws": per_chain, **quiet}, budget),
         # the microcanonical samplers at their defaults, with room for the draws the budget buys

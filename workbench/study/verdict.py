@@ -78,7 +78,7 @@ def verdict_table(table: pd.DataFrame, score: str = SCORE) -> pd.DataFrame:
                 best = good.index[0]
                 sd = spread.loc[(target, budget)]
 
-                def noise(other):
+                def noise(other, best=best, sd=sd, floor=floor):
                     return max(floor, math.hypot(float(sd.get(best, 0.0)), float(sd.get(other, 0.0))))
 
                 level = [m for m in good.index[1:] if good[m] - good.iloc[0] <= noise(m)]

@@ -305,5 +305,6 @@ def lgcp(n: int = LGCP_POINTS, seed: int = 0) -> Target:
         initial_point=init,
         spec={"factory": "posterior", "name": "lgcp", "backend": "numba"},
         generative=lgcp_generative(x, np.array([m, *LGCP_LS_PRIOR])),
-        description=f"log-Gaussian Cox process on a 1-d grid of {n} points, centred MvNormal field (d = {n + 2}); no closed-form truth",
+        description=f"log-Gaussian Cox process on a 1-d grid of {n} points, centred MvNormal field (d = {n + 2}); "
+                    "no closed-form truth",
     )

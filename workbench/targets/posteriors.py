@@ -20,8 +20,8 @@ reference, held to posteriordb's standard, where a posterior has no exact truth.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -24,7 +24,8 @@ We minimise f = -log p with SciPy's L-BFGS-B and record every iterate x_l with i
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize

@@ -79,7 +79,7 @@ def test_the_state_adds_and_removes_components_keeping_weights_normalised():
 
 def test_a_stagnating_negligible_component_is_deleted_and_a_heavy_one_is_not():
     state = S.MixtureState.new(np.zeros((2, 1)), np.ones((2, 1, 1)), history=200, initial_eps=1.0)
-    for t in range(200):
+    for _ in range(200):
         state.store_rewards(np.array([-1.0, -50.0]))  # both flat: neither improves
         state.set_log_weights(np.log([1 - 1e-9, 1e-9]))
     np.testing.assert_array_equal(S.stagnating_components(state, 100, 1e-6), [False, True])
@@ -103,7 +103,7 @@ def test_the_background_of_diagonal_components_is_their_mixture():
     d = 3
     db = S.SampleDatabase(d, archive_size=1000, diagonal=True)
     history = []
-    for it in range(3):
+    for _ in range(3):
         means, sds = rng.standard_normal((2, d)), rng.uniform(0.5, 2.0, (2, d))
         counts = np.array([4, 3])
         x = np.concatenate([means[k] + sds[k] * rng.standard_normal((counts[k], d)) for k in range(2)])

@@ -105,10 +105,13 @@ class _Liar:
         (lambda: wb.methods.ImportanceSampling(proposal=object()), ValueError, "lacks logpdf and sample"),
         (lambda: wb.methods.RejectionSampling(proposal=object()), ValueError, "lacks logpdf and sample"),
         (lambda: wb.methods.ImportanceSampling(n=0), ValueError, "n must be an integer >= 1"),
-        (lambda: wb.methods.RejectionSampling(proposal=StudentT(np.zeros(1), np.eye(1)), n=0), ValueError, "n must be an integer >= 1"),
+        (lambda: wb.methods.RejectionSampling(proposal=StudentT(np.zeros(1), np.eye(1)), n=0), ValueError,
+         "n must be an integer >= 1"),
         (lambda: wb.methods.ImportanceSampling(resample="stratified"), ValueError, "resample must be"),
-        (lambda: wb.methods.ImportanceSampling(proposal=_Liar(), n=500).run(wb.targets.gaussian(1), seed=0), ValueError, "infinite"),
-        (lambda: wb.methods.ImportanceSampling(proposal=StudentT(np.zeros(3), np.eye(3))).run(wb.targets.gaussian(2), seed=0), ValueError, "dimension 3"),
+        (lambda: wb.methods.ImportanceSampling(proposal=_Liar(), n=500).run(wb.targets.gaussian(1), seed=0), ValueError,
+         "infinite"),
+        (lambda: wb.methods.ImportanceSampling(proposal=StudentT(np.zeros(3), np.eye(3))).run(wb.targets.gaussian(2), seed=0),
+         ValueError, "dimension 3"),
     ],
 )
 def test_bad_input_is_named(make, error, message):

@@ -36,7 +36,8 @@ def test_laplace_on_logistic_regression_reports_its_deviation_from_the_reference
     assert np.max(gap / mcse) > 8  # the mode is not the mean: a real, visible deviation
     row = wb.metrics.evaluate(lap, t, reference=ref.flat_draws())
     assert row["mean_err_max"] > 0.05  # and evaluate reports it
-    corrected = wb.methods.ImportanceSampling(proposal=StudentT(lap.approximation.mean, 1.5 * lap.approximation.cov, df=5), n=40_000).run(t, seed=0)
+    proposal = StudentT(lap.approximation.mean, 1.5 * lap.approximation.cov, df=5)
+    corrected = wb.methods.ImportanceSampling(proposal=proposal, n=40_000).run(t, seed=0)
     assert wb.metrics.evaluate(corrected, t, reference=ref.flat_draws())["mean_err_max"] < row["mean_err_max"] / 2
 
 

@@ -7,7 +7,8 @@ import workbench as wb
 
 def test_restarts_split_a_gradient_budget_and_sum_the_cost():
     t = wb.targets.gaussian(2)
-    res = wb.methods.NN4Post(n_components=2, restarts=3, steps=10_000, init="box", converge_tol=0).run(t, seed=0, grad_budget=6000)
+    method = wb.methods.NN4Post(n_components=2, restarts=3, steps=10_000, init="box", converge_tol=0)
+    res = method.run(t, seed=0, grad_budget=6000)
     # 300 kept for the search for peaks, 570 for the k-hat check, then 3 x 1,710: each restart stops at
     # the last whole step of its share, 85 steps of 2 components x 10 samples (1,700)
     assert res.cost.grad_evals == 570 + 3 * 1700 + res.info["peaks_grad_evals"] and res.info["peaks_grad_evals"] <= 300

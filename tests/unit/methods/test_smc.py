@@ -170,8 +170,9 @@ def test_each_half_moved_with_the_other_halfs_metric_keeps_the_tempered_density(
     where it already is, and the population settles too wide (E[x' P x] = d + about d^2 / n);
     with each half moved by the other half's covariance, the kernel is fixed for the particles
     it moves and the exact draws stay exact."""
-    from workbench.smc.mutation import particle_metric as _particle_metric, split_halves
     from workbench.smc import mutation as M
+    from workbench.smc.mutation import particle_metric as _particle_metric
+    from workbench.smc.mutation import split_halves
     from workbench.smc.reference import diagonal_gaussian
 
     beta, n, d = 0.05, 2000, 50

@@ -1,4 +1,5 @@
-"""workbench/metrics/accuracy.py (evaluate): exact draws score within their Monte Carlo error, a shifted sample as expected, references stand in for a missing truth."""
+"""workbench/metrics/accuracy.py (evaluate): exact draws score within their Monte Carlo error, a shifted sample as
+expected, references stand in for a missing truth."""
 
 import math
 

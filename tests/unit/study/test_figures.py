@@ -1,4 +1,5 @@
-"""workbench/study/figures.py and style.py: one colour per method on every figure, and weighted draws pictured by what the table scores."""
+"""workbench/study/figures.py and style.py: one colour per method on every figure, and weighted draws pictured by
+what the table scores."""
 
 from __future__ import annotations
 

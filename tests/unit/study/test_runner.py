@@ -1,4 +1,5 @@
-"""workbench/study/runner.py: executors (serial, local pool, a real Dask LocalCluster), the cache, resuming, failing cells, references."""
+"""workbench/study/runner.py: executors (serial, local pool, a real Dask LocalCluster), the cache, resuming, failing
+cells, references."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_marginals_integrate_to_one_and_match_exact_draws(name):
     for k in range(t.dim):
         lo, hi = np.quantile(x[:, k], [1e-4, 1 - 1e-4])
         pad = 10 * t.truth.sd[k]
-        mass = integrate.quad(lambda v: t.truth.marginal_pdf(k, v), lo - pad, hi + pad, limit=400)[0]
+        mass = integrate.quad(lambda v, k=k: t.truth.marginal_pdf(k, v), lo - pad, hi + pad, limit=400)[0]
         assert mass == pytest.approx(1.0, abs=2e-4), (k, mass)
         # binned counts vs the probabilities the declared cdf gives (z-scores < 5)
         edges = np.quantile(x[:, k], np.linspace(0, 1, 21))[1:-1]

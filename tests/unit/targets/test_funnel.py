@@ -25,8 +25,8 @@ def test_funnel_marginal_of_x_matches_adaptive_quadrature():
         return sum(integrate.quad(integrand, a, b, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
                    for a, b in zip(edges[:-1], edges[1:]))
 
-    pdf = [by_quad(x, lambda v: stats.norm.pdf(x, 0.0, math.exp(0.5 * v)) * stats.norm.pdf(v, 0.0, 3.0)) for x in xs]
-    cdf = [by_quad(x, lambda v: stats.norm.cdf(x * math.exp(-0.5 * v)) * stats.norm.pdf(v, 0.0, 3.0)) for x in xs]
+    pdf = [by_quad(x, lambda v, x=x: stats.norm.pdf(x, 0.0, math.exp(0.5 * v)) * stats.norm.pdf(v, 0.0, 3.0)) for x in xs]
+    cdf = [by_quad(x, lambda v, x=x: stats.norm.cdf(x * math.exp(-0.5 * v)) * stats.norm.pdf(v, 0.0, 3.0)) for x in xs]
     np.testing.assert_allclose(funnel_module.x_marginal_pdf(xs), pdf, rtol=1e-10)
     np.testing.assert_allclose(funnel_module.x_marginal_cdf(xs), cdf, rtol=0, atol=1e-12)
 

@@ -1,4 +1,5 @@
-"""workbench/vi/elbo.py: the nn4post loss's hand-derived gradient (paper eq. 6-20) against finite differences of the same Monte Carlo loss."""
+"""workbench/vi/elbo.py: the nn4post loss's hand-derived gradient (paper eq. 6-20) against finite differences of the
+same Monte Carlo loss."""
 
 import numpy as np
 import pytest
