@@ -82,3 +82,13 @@ def test_the_code_passes_the_configured_lint():
     proc = subprocess.run([exe, "check", "--no-cache", "workbench", "tests", "studies", "benchmarks", "scripts", "examples"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_every_path_the_docs_name_exists():
+    """docs/architecture.md's "Where is X" and the other pages point at files that are there."""
+    named = re.compile(r"`((?:workbench|studies|benchmarks|scripts|tests|examples)/[\w/.-]+\.(?:py|md|csv))`")
+    pages = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").glob("*.md")]
+    paths = {(page.name, path) for page in pages for path in named.findall(page.read_text())}
+    assert len(paths) > 40
+    missing = sorted((page, path) for page, path in paths if not (ROOT / path).exists() and "NAME" not in path)
+    assert not missing, f"the docs name files that are not in the repository: {missing}"
