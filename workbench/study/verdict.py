@@ -223,7 +223,16 @@ def health_audit(table: pd.DataFrame) -> dict:
     return {"large": int(large.sum()), "large_flagged": int((large & flagged).sum()),
             "small": int(small.sum()), "small_flagged": int((small & flagged).sum()),
             "large_flags": flags(runs[large & flagged]), "small_flags": flags(runs[small & flagged]),
-            "silent": [f"{r.get('target', '?')} / {r['method']} / {r.get('grad_budget', '')}" for _, r in silent.iterrows()]}
+            "silent": [f"{r.get('target', '?')} / {r['method']} / {_budget_text(r.get('grad_budget'))}"
+                       for _, r in silent.iterrows()]}
+
+
+def _budget_text(budget) -> str:
+    """A cell's gradient budget as the pages print it (10,000), or "no budget"."""
+    try:
+        return f"{int(budget):,} gradients"
+    except (TypeError, ValueError):
+        return "no budget"
 
 
 def health_audit_text(table: pd.DataFrame) -> str:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from workbench.study.style import FAMILY_FILLS
-from workbench.study.verdict import verdict_html, verdict_table
+from workbench.study.verdict import health_audit, health_audit_text, verdict_html, verdict_table
 
 
 def _table():
@@ -93,3 +93,20 @@ def test_a_best_healthy_run_half_a_posterior_sd_off_is_no_accurate_run():
     v = verdict_table(pd.DataFrame(rows)).iloc[0]
     assert not v["accurate"] and verdict_words(v) == "no accurate healthy run (best NUTS 0.5 > 0.1)"
     assert "no accurate healthy run" in verdict_html(pd.DataFrame(rows)) and "<b>NUTS</b>" not in verdict_html(pd.DataFrame(rows))
+
+
+def test_the_health_audit_counts_large_errors_flagged_and_false_alarms():
+    """A large error flagged by the method's own diagnostics counts; one flagged only by the
+    study's truth ("far from the answer") is silent, as a user without the truth sees it; a
+    flag on an accurate run is a false alarm."""
+    rows = [("SMC", 0.9, "few particles", 10_000), ("NUTS", 1.4, "far from the answer", 100_000),
+            ("NUTS", 0.03, "R-hat", 10_000), ("MAMS", 0.02, "ok", 10_000), ("Exact", 0.9, "ok", None),
+            ("NN4Post", 0.7, "ok", float("nan"))]
+    table = pd.DataFrame([{"target": "t", "method": m, "status": "ok", "mean_err_max": e, "health": h, "grad_budget": b}
+                          for m, e, h, b in rows])
+    audit = health_audit(table)
+    assert (audit["large"], audit["large_flagged"], audit["small"], audit["small_flagged"]) == (3, 1, 2, 1)
+    assert audit["large_flags"] == {"few particles": 1} and audit["small_flags"] == {"R-hat": 1}
+    assert audit["silent"] == ["t / NUTS / 100,000 gradients", "t / NN4Post / no budget"]
+    text = health_audit_text(table)
+    assert "large errors flagged: 1 of 3" in text and "Flags on accurate runs (every mean within 0.1 sds): 1 of 2" in text
