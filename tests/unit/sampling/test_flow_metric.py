@@ -146,7 +146,7 @@ def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_sta
     target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
     res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
     assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
-    assert res.warmup_draws.shape[:2] == (4, 500)  # 100 + 100 (first phase), 300 (the low-rank metric's)
+    assert res.warmup_draws.shape[:2] == (4, 600)  # 100 + 100 (first phase), 400 (the low-rank metric's)
 
 
 def test_a_gaussian_sampled_on_the_fits_scales_keeps_them_as_its_metric():
