@@ -98,7 +98,7 @@ def chain_diagnostics(draws: np.ndarray, stats: dict | None = None, max_depth: i
 FLAGS = ("R-hat", "low ESS", "divergences", "tree depth", "E-BFMI", "Pareto k-hat", "not converged",
          "ladder incomplete", "NaN density", "density raised", "far from the answer", "funnel",
          "weights move the mean", "paths disagree", "interrupted", "peaks unvisited", "few particles",
-         "runs disagree", "moves stuck")
+         "runs disagree", "moves stuck", "search cut short")
 
 
 def health_messages(diag: ChainDiagnostics) -> list[str]:

@@ -67,10 +67,11 @@ def not_converged(elbo, slope: float, slope_t: float, tol: float) -> bool:
     return rise > max(0.01, tol * (1.0 + abs(float(np.mean(elbo[-_tail_length(len(elbo)):])))))
 
 
-def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], dict]:
+def fit_messages(elbo: np.ndarray, status: int, tol: float, window: int | None = None) -> tuple[list[str], dict]:
     """What a VI fit says about how it stopped: the status line, and a warning when it
-    stopped on its budget or step count while its ELBO was still rising; with the slope
-    numbers for ``result.info``."""
+    stopped on its budget or step count while its ELBO was still rising, or when the budget
+    ended it before its stopping rule (means over windows of ``window`` steps, compared) had two
+    windows to judge by; with the slope numbers for ``result.info``."""
     n = len(elbo)
     messages = {
         F.STATUS_CONVERGED: [f"stopped at step {n}: the ELBO's running mean stopped improving "
@@ -79,7 +80,12 @@ def fit_messages(elbo: np.ndarray, status: int, tol: float) -> tuple[list[str], 
         F.STATUS_STOPPED: [f"interrupted after {n} steps"],
     }.get(status, [])
     slope, slope_t = elbo_slope(elbo)
-    if status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, tol):
+    if status == F.STATUS_BUDGET and window is not None and n < 2 * window:
+        messages.append(
+            f"not converged: the gradient budget ended the fit after {n} steps, before its stopping rule "
+            f"(the ELBO's mean over windows of {window} steps) could judge it; give more budget"
+        )
+    elif status in (F.STATUS_BUDGET, F.STATUS_STEPS) and not_converged(elbo, slope, slope_t, tol):
         messages.append(
             f"not converged: the ELBO was still rising by {slope:.3g} per 1,000 steps over the last "
             f"{_tail_length(n)} of {n} steps (t = {slope_t:.1f}) when the "

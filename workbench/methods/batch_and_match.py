@@ -143,6 +143,7 @@ class BatchAndMatch(PSISResampled, Method):
         d, b = target.dim, self.batch_size
         kernel = clock.compile(evaluate_kernel, target)
         steps = budget.steps if budget.steps is not None else self.steps
+        wanted = steps or DEFAULT_STEPS
         if budget.grad_evals is not None:
             affordable = max(1, budget.grad_evals // b)
             steps = affordable if steps is None else min(steps, affordable)
@@ -187,6 +188,9 @@ class BatchAndMatch(PSISResampled, Method):
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         khat, khat_messages, khat_evals = pareto_check(target, approx, draws.reshape(-1, d), khat_draws)
         messages = list(khat_messages)
+        if steps < wanted and counts["done"] == steps:  # no stopping rule: the steps asked for are its convergence
+            messages.insert(0, f"not converged: the gradient budget paid for {steps} of the {wanted} steps; "
+                               "give more budget")
         if interrupted:
             messages.insert(0, f"interrupted: the fit after {counts['done']} of {steps} steps")
         if counts["rejected"]:

@@ -299,7 +299,7 @@ class FullRankVI(PSISResampled, Method):
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), self.converge_window):]
-        messages, slope_info = fit_messages(elbo, status, self.converge_tol)
+        messages, slope_info = fit_messages(elbo, status, self.converge_tol, self.converge_window)
         diverged = status != F.STATUS_NONFINITE and not fit.interrupted and ran_away(final, best)
         if diverged:
             messages.insert(0, diverged_message(final, best, "trust its draws less, or start it elsewhere (init_from)"))

@@ -357,7 +357,7 @@ class NN4Post(PSISResampled, Method):
                 + ")"))
             if not search.settled:
                 result.messages.insert(1, (
-                    f"mode search: its share of the budget ended after {search.starts} start(s), before "
+                    f"search cut short: the mode search's share of the budget ended after {search.starts} start(s), before "
                     f"{QUIET_STARTS} starts in a row found no new mode; modes may be missed: give more budget or "
                     f"steps, or a larger search_budget (now {self.search_budget})"))
         if moves:
@@ -406,7 +406,7 @@ class NN4Post(PSISResampled, Method):
         draws = np.stack([approx.sample(self.draws, rng) for _ in range(self.chains)])
         elbo = traces[:, 0]
         tail = elbo[-min(len(elbo), max(self.converge_window, 1)) :]
-        messages, slope_info = fit_messages(elbo, status, self.converge_tol)
+        messages, slope_info = fit_messages(elbo, status, self.converge_tol, self.converge_window)
         info = {"status": int(status), "steps": len(traces), "params": params.copy(),
                 "draws_per_step": self.n_components * self.samples, **slope_info}
         final, best = self._final_elbo(traces), best_window_elbo(elbo, self.converge_window)

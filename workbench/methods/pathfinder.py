@@ -43,6 +43,8 @@ from ..vi import pathfinder as P
 # found different optima: measured, on eight schools (non-centred) 1.7-2.4 where the draws end
 # 0.54-0.82 sd off, and at most 0.63 on regressions and Gaussians where they end within 0.3.
 PATH_SPREAD_FLAG = 1.0
+BUDGET_STOP = "gradient budget spent"
+"""Why a path stopped when its share of the budget ended (its report's ``lbfgs`` entry)."""
 
 
 def paths_disagree_message(spread: np.ndarray, names) -> list[str]:
@@ -160,7 +162,7 @@ class Pathfinder(Method):
 
         def logp_and_grad(x):
             if limit is not None and out["evals"] >= limit:
-                raise P.StopPath("gradient budget spent")
+                raise P.StopPath(BUDGET_STOP)
             out["evals"] += 1
             return target.logp_and_grad(x)
 
@@ -185,7 +187,7 @@ class Pathfinder(Method):
                 raise P.StopPath("interrupted")
             # go on only if the next iterate (an evaluation or a few) and its ELBO can be paid
             if limit is not None and out["evals"] + 1 + self.elbo_draws > limit:
-                raise P.StopPath("gradient budget spent")
+                raise P.StopPath(BUDGET_STOP)
 
         path = P.lbfgs_path(logp_and_grad, x0, self.history_size, self.max_iters, on_iterate=on_iterate,
                             ftol=self.ftol, gtol=self.gtol)
@@ -233,6 +235,10 @@ class Pathfinder(Method):
         messages = []
         if interrupted:
             messages.append("interrupted: kept the best Gaussian each path had reached")
+        cut = [i for i, r in enumerate(report) if r["lbfgs"] == BUDGET_STOP]
+        if cut and not interrupted:  # the path's best Gaussian may be far from the mode L-BFGS was heading for
+            messages.append(f"not converged: the gradient budget ended L-BFGS on {len(cut)} of {self.paths} path(s) "
+                            "before it converged; give more budget")
         dropped = [i for i in range(self.paths) if i not in good]
         if dropped:
             messages.append(f"dropped path(s) {dropped}: no Gaussian with a finite ELBO along them "

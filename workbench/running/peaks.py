@@ -131,8 +131,12 @@ def peak_reserve(target: Target, budget: Budget) -> int:
 def approximation_peaks(target: Target, draws: np.ndarray, seed: int, limit: int | None) -> tuple[list[str], int]:
     """(messages, gradients spent): the mode search after a fit, and the peaks q's ``draws`` miss.
     ``limit``: the gradients it may spend (None or below a first ascent's: no search)."""
-    if limit is None or limit < M.min_grad_evals(target.dim) or _SEARCHED.get():
+    if _SEARCHED.get():
         return [], 0
+    if limit is None or limit < M.min_grad_evals(target.dim):
+        return [f"search cut short: the budget left no room for a mode search (one ascent needs "
+                f"{M.min_grad_evals(target.dim):,} gradients), so peaks the fit missed would go unseen; "
+                "give more budget"], 0
     try:
         # a stream of its own: a fit's own mode search (NN4Post's) has already looked with search_rng's
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9EA5]))

@@ -103,3 +103,33 @@ def test_a_fit_that_left_a_better_elbo_ran_away_and_a_rising_one_did_not():
     # a first ELBO of 1e74 (a start far out) must not swallow the later digits of a running sum
     huge = np.concatenate([[-1.2e74], np.full(1999, -3600.0)])
     assert best_window_elbo(huge, 200) == pytest.approx(-3600.0)
+
+
+def test_a_budget_that_ends_a_fit_before_its_stopping_rule_can_judge_it_says_not_converged():
+    """88 steps of a fit whose rule compares means over windows of 200: nothing says it converged,
+    whatever its noisy ELBO does; 2,000 steps of a flat ELBO stopped by the budget say nothing."""
+    from workbench.diagnostics import health_flags
+    from workbench.vi import fit as F
+
+    rng = np.random.default_rng(0)
+    short = -10.0 + 0.01 * rng.standard_normal(88)
+    messages, _ = H.fit_messages(short, F.STATUS_BUDGET, 1e-4, window=200)
+    assert health_flags(messages) == "not converged" and "after 88 steps" in messages[-1]
+    flat = -10.0 + 0.01 * rng.standard_normal(2000)
+    assert health_flags(H.fit_messages(flat, F.STATUS_BUDGET, 1e-4, window=200)[0]) == "ok"
+    assert health_flags(H.fit_messages(short, F.STATUS_BUDGET, 1e-4)[0]) == "ok"  # no window given: no rule to judge by
+
+
+def test_vi_at_a_budget_too_small_for_its_checks_is_flagged_on_the_three_peak_mixture():
+    """At 1,000 gradients on the 2-d three-peak mixture, every Gaussian VI fit sits on one peak
+    (1.4 sds off); none may read "ok": the budget cut its fit or left no room for the peak search."""
+    from workbench.diagnostics import health_flags
+
+    t = wb.targets.gaussian_mixture(dim=2, n_components=3, seed=0)
+    for method in (wb.methods.FullRankVI(progress=False), wb.methods.DADVI(), wb.methods.BatchAndMatch(progress=False),
+                   wb.methods.MeanFieldVI(progress=False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = method.run(t, seed=0, grad_budget=1000)
+        assert wb.metrics.evaluate(res, t)["mean_err_max"] > 0.5, method.name
+        assert health_flags(res.messages) != "ok", (method.name, res.messages)

@@ -88,3 +88,13 @@ def test_bad_settings_are_named():
         wb.methods.BatchAndMatch(batch_size=0)
     with pytest.raises(ValueError, match="learning_rate must be a number > 0"):
         wb.methods.BatchAndMatch(learning_rate=-1.0)
+
+
+def test_a_budget_that_pays_for_fewer_steps_than_asked_says_not_converged():
+    from workbench.diagnostics import health_flags
+
+    t = wb.targets.gaussian(dim=3)
+    cut = wb.methods.BatchAndMatch(progress=False).run(t, seed=0, grad_budget=1000)
+    assert "not converged" in health_flags(cut.messages) and "of the 200 steps" in cut.messages[0]
+    full = wb.methods.BatchAndMatch(progress=False).run(t, seed=0, grad_budget=20_000)
+    assert "not converged" not in health_flags(full.messages)

@@ -169,3 +169,15 @@ def test_paths_that_end_apart_are_flagged_and_agreeing_paths_are_not():
     assert es.info["path_spread"].max() > 1.0 and any(m.startswith("paths disagree") for m in es.messages)
     lr = Pathfinder(paths=4).run(wb.targets.logistic_regression(), seed=1)
     assert lr.info["path_spread"].max() < 0.5 and not any(m.startswith("paths disagree") for m in lr.messages)
+
+
+def test_a_path_cut_by_the_budget_says_not_converged():
+    """On a 10-d Gaussian with scales 0.1-10, 1,000 gradients end L-BFGS mid-path; with no budget
+    the same path converges and says nothing of it."""
+    from workbench.diagnostics import health_flags
+
+    t = wb.targets.gaussian(dim=10, scales="logspace")
+    cut = Pathfinder(paths=4, draws=25, progress=False).run(t, seed=0, grad_budget=1000)  # as the accuracy grid runs it
+    assert any(m.startswith("not converged: the gradient budget ended L-BFGS") for m in cut.messages), cut.messages
+    free = Pathfinder(paths=4, draws=25, progress=False).run(t, seed=0)
+    assert "not converged" not in health_flags(free.messages)

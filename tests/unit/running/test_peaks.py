@@ -42,3 +42,14 @@ def test_a_peak_no_draw_came_near_is_named():
     assert message.startswith("peaks unvisited") and "no draw came near 1 of them (Laplace weights 0.38)" in message
     draws[1] += [20.0, 0.0]
     assert unvisited_message(peaks, draws) == []
+
+
+def test_a_fit_whose_budget_leaves_no_room_for_the_peak_search_says_so():
+    from workbench.running.peaks import approximation_peaks
+
+    t = wb.targets.gaussian_mixture(dim=2, n_components=3, seed=0)
+    draws = np.zeros((1, 10, 2))
+    messages, spent = approximation_peaks(t, draws, 0, None)
+    assert spent == 0 and health_flags(messages) == "search cut short"
+    messages, spent = approximation_peaks(t, draws, 0, 5_000)
+    assert spent > 0 and health_flags(messages) == "peaks unvisited"  # every draw at the origin: its peaks unvisited
