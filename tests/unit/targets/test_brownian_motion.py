@@ -71,8 +71,11 @@ def test_a_long_nuts_run_agrees_with_the_exact_truth_within_its_monte_carlo_erro
     import arviz as az
 
     t = wb.posteriors.load("brownian_motion")
-    # the remedy posteriordb's recipe takes here (a funnel in the innovation scale): target_accept 0.99
-    res = wb.methods.NUTS(chains=4, warmup=3000, draws=5000, target_accept=0.99, progress=False).run(t, seed=11)
+    # posteriordb's recipe (Stan's windowed diagonal adaptation) with the remedy it takes here (a funnel
+    # in the innovation scale): target_accept 0.99. The truth is checked against the recipe's run, not a
+    # default's: four chains' MCSE of log s_o is itself uncertain here (the chains' means differ by ~0.1)
+    res = wb.methods.NUTS(chains=4, warmup=3000, draws=5000, target_accept=0.99, metric="diag_stan",
+                          progress=False).run(t, seed=11)
     mcse_mean = np.asarray(az.mcse(res.draws, method="mean"))
     mcse_sd = np.asarray(az.mcse(res.draws, method="sd"))
     x = res.flat_draws()
