@@ -2,7 +2,7 @@
 model and the data of a real posterior (not simulated), centred as the Gym writes it.
 
 The data: the daily changes of the index's closing price (in points, not log returns) over the
-last 100 trading days to 2020-06-24, minus their mean; the 101 closing prices are Inference
+last 100 trading days of Inference Gym's data set, minus their mean; the 101 closing prices are the
 Gym's (``internal/datasets/sp500_closing_prices.py``, from Yahoo Finance). The model:
 
     persistence phi = 2 b - 1,  b ~ Beta(20, 1.5)
@@ -30,7 +30,7 @@ from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
 
-# the S&P 500's last 101 closing prices in Inference Gym's data set (2020-01-29 to 2020-06-24)
+# the S&P 500's last 101 closing prices in Inference Gym's data set, oldest first
 CLOSING_PRICES = (
     3225.52002, 3248.919922, 3297.590088, 3334.689941, 3345.780029, 3327.709961, 3352.090088, 3357.75,
     3379.449951, 3373.939941, 3380.159912, 3370.290039, 3386.149902, 3373.22998, 3337.75, 3225.889893,
