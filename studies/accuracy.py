@@ -258,11 +258,13 @@ def report(run, folder) -> Page:
                "the evidence study (studies/evidence.py) compares them against cost.",
                "The health column lists the checks a cell failed (ArviZ's diagnostics, `workbench/diagnostics.py`): "
                "R-hat > 1.01, bulk or tail ESS < 100 per chain, divergences, tree depth saturated on > 1% of draws, "
-               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged; "
+               "E-BFMI < 0.2; for VI and importance sampling a Pareto k-hat > 0.7, or a fit that had not converged "
+               "(or that the budget ended before its stopping rule could judge it); "
                "for SMC a ladder the budget cut short (ladder incomplete), too few particles for the dimension, or "
                "independent runs that disagree beyond their errors; for every method, peaks a mode search found that "
                "the draws never came near (a sampler's chains start at the peaks it finds, so chains stuck in "
-               "different ones raise R-hat). An unhealthy cell's error is what that run gave, but it would not have "
+               "different ones raise R-hat), or a search for them the budget cut short (search cut short). An "
+               "unhealthy cell's error is what that run gave, but it would not have "
                "been trusted in practice.",
                health_audit_text(table),
                *_target_notes(run, table)],
