@@ -26,13 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from workbench.study import Cell, Figure, Page, Study, main_for
-from workbench.study.analysis import (
-    loglog_slope,
-    optimal_acceptance,
-    r1_exact,
-    r1_monte_carlo,
-    r1_normal,
-)
+from workbench.study.analysis import loglog_slope, optimal_acceptance, r1_exact, r1_monte_carlo, r1_normal
 from workbench.study.panel import FLOW_NUTS, flow_nuts
 from workbench.study.style import method_style, method_styles
 

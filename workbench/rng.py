@@ -28,13 +28,7 @@ import numpy as np
 from .jit import jit
 
 try:  # Numba's bindings to the bit generator and NumPy's ziggurat tables (numba >= 0.56)
-    from numba.np.random._constants import (
-        fi_double,
-        ki_double,
-        wi_double,
-        ziggurat_nor_inv_r,
-        ziggurat_nor_r,
-    )
+    from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
     from numba.np.random.generator_core import next_double, next_uint64
 
     FAST_NORMALS = True

@@ -39,14 +39,7 @@ from ..jit import (
     target_kernel,
 )
 from . import adaptation as A
-from .metric import (
-    from_position,
-    from_transformed_gradient,
-    metric_transform,
-    momentum_sd,
-    to_position,
-    to_transformed_gradient,
-)
+from .metric import from_position, from_transformed_gradient, metric_transform, momentum_sd, to_position, to_transformed_gradient
 from .step_size import dual_averaging_start, dual_averaging_update, find_reasonable_step_size
 from .termination import N_CHECKPOINT_ROWS, NAN_COUNT
 from .trajectory import N_VECS, P0, PAIR_G, PAIR_Q, nuts_transition, static_transition

@@ -13,14 +13,7 @@ from scipy import optimize
 from .. import modes as M
 from ..approximations import Gaussian
 from ..errors import NonFiniteDensityError
-from ..fitting.health import (
-    PARETO_K_OK,
-    PSISResampled,
-    funnel_message,
-    khat_reserve,
-    pareto_check,
-    without_reserve,
-)
+from ..fitting.health import PARETO_K_OK, PSISResampled, funnel_message, khat_reserve, pareto_check, without_reserve
 from ..result import Budget, Result
 from ..rng import chain_rngs
 from ..running.clock import RunClock

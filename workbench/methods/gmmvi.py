@@ -45,14 +45,7 @@ from ..fitting.gmmvi_state import (
     new_component_location,
     stagnating_components,
 )
-from ..fitting.health import (
-    PSISResampled,
-    fit_messages,
-    khat_reserve,
-    not_converged_first,
-    pareto_check,
-    without_reserve,
-)
+from ..fitting.health import PSISResampled, fit_messages, khat_reserve, not_converged_first, pareto_check, without_reserve
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..rng import chain_rngs

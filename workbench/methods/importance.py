@@ -28,14 +28,7 @@ import numpy as np
 
 from ..approximations import StudentT, check_proposal, draw_from
 from ..diagnostics import kish_ess
-from ..fitting.importance_weights import (
-    compute_log_ratios,
-    evaluate_log_ratios,
-    log_evidence,
-    log_ratios,
-    pareto_khat,
-    resample,
-)
+from ..fitting.importance_weights import compute_log_ratios, evaluate_log_ratios, log_evidence, log_ratios, pareto_khat, resample
 from ..result import Budget, Result
 from ..rng import chain_rngs
 from ..running.clock import RunClock

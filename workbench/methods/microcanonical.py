@@ -41,12 +41,7 @@ from ..running.clock import PhasedClock
 from ..running.method import Examples
 from ..running.phases import Phases
 from ..running.validation import check_positive, check_positive_int
-from ..sampling.chain_sampler import (
-    ChainSampler,
-    checked_inv_metric,
-    deferred_chain_health,
-    inv_metric_rows,
-)
+from ..sampling.chain_sampler import ChainSampler, checked_inv_metric, deferred_chain_health, inv_metric_rows
 from ..sampling.flow_metric import run_flow
 from ..target import Target
 

@@ -13,19 +13,8 @@ import numpy as np
 
 from ..density_faults import original
 from ..errors import BudgetTooSmallError, WorkbenchError
-from ..fitting.health import (
-    PARETO_K_GOOD,
-    mean_shift_message,
-    outside_support_message,
-    weighted_mean_shift,
-)
-from ..fitting.importance_weights import (
-    compute_log_ratios,
-    log_evidence,
-    log_ratios,
-    pareto_khat,
-    resample,
-)
+from ..fitting.health import PARETO_K_GOOD, mean_shift_message, outside_support_message, weighted_mean_shift
+from ..fitting.importance_weights import compute_log_ratios, log_evidence, log_ratios, pareto_khat, resample
 from ..jit import C_PROGRESS, C_STOP
 from ..result import Budget, Result
 from ..rng import chain_rngs

@@ -34,14 +34,7 @@ from .recipe import (
 )
 from .record import CROSS_CHECK_MCSE, Reference
 from .shipped import shipped_reference
-from .store import (
-    default_cache_dir,
-    load_reference,
-    reference_key,
-    references_cache,
-    save_reference,
-    target_reference_key,
-)
+from .store import default_cache_dir, load_reference, reference_key, references_cache, save_reference, target_reference_key
 
 
 def reference(

@@ -28,12 +28,7 @@ import math
 
 import numpy as np
 
-from ..diagnostics import (
-    REFERENCE_STANDARD,
-    ChainDiagnostics,
-    chain_diagnostics,
-    passes_reference_standard,
-)
+from ..diagnostics import REFERENCE_STANDARD, ChainDiagnostics, chain_diagnostics, passes_reference_standard
 from ..sampling.flow_metric import AUTO_FLOW_MAX_DIM
 from ..target import Target
 from .record import CROSS_CHECK_MCSE, Reference

@@ -37,13 +37,7 @@ from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..running.clock import PhasedClock
-from ..running.peaks import (
-    peaks_for_starts,
-    searched,
-    several_peaks,
-    starts_at_peaks,
-    unvisited_message,
-)
+from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks, unvisited_message
 from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target

@@ -24,17 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import types
 
-from ..jit import (
-    C_STOP,
-    INDEX,
-    MATRIX,
-    RNG,
-    VEC,
-    jit,
-    kernel_settings,
-    settings_type,
-    target_kernel,
-)
+from ..jit import C_STOP, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, settings_type, target_kernel
 from ..mcmc.metric import kinetic_energy, momentum_sd, sample_momentum
 from ..numerics import mvn_logp_grad
 from ..rng import fill_standard_normal

@@ -29,14 +29,7 @@ from ..cache import CellCache, code_version, spec_hash
 from ..jit import compile_kernels, kernel_groups
 from ..mcmc import timing  # noqa: F401  (its kernel is compiled up front with the methods')
 from ..metrics.distances import noise_floor_w1
-from ..references import (
-    DEFAULT_REFERENCE,
-    REFERENCE_RUNS,
-    reference_key,
-    references_cache,
-    save_reference,
-    shipped_reference,
-)
+from ..references import DEFAULT_REFERENCE, REFERENCE_RUNS, reference_key, references_cache, save_reference, shipped_reference
 from .cells import Cell, build_target, run_cell, run_reference, target_label
 from .executors import SerialExecutor, WorkerLost, make_executor
 from .options import RunOptions

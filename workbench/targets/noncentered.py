@@ -26,16 +26,7 @@ from ..jit import jit
 from ..numerics import LOG_2PI
 from ..target import Target
 from ..target_forms import Reparametrization
-from .latent import (
-    LGCP_JITTER,
-    LGCP_LS_PRIOR,
-    LGCP_POINTS,
-    SV_STEPS,
-    cholesky_in_place,
-    lgcp_data,
-    lgcp_hyperprior,
-    sv_data,
-)
+from .latent import LGCP_JITTER, LGCP_LS_PRIOR, LGCP_POINTS, SV_STEPS, cholesky_in_place, lgcp_data, lgcp_hyperprior, sv_data
 
 
 @jit

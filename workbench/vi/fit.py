@@ -45,29 +45,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import jit as jit_module
-from ..jit import (
-    C_PROGRESS,
-    C_STOP,
-    CHAIN_RETURN,
-    INDEX,
-    MATRIX,
-    RNG,
-    VEC,
-    jit,
-    kernel_settings,
-    settings_type,
-    target_kernel,
-)
+from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, kernel_settings, settings_type, target_kernel
 from ..rng import fill_standard_normal
-from .elbo import (
-    GAUGE_MEAN_GRAD,
-    N_COMP,
-    N_SHAPE,
-    SIGMA,
-    C,
-    loss_and_gradient,
-    loss_and_gradient_batch,
-)
+from .elbo import GAUGE_MEAN_GRAD, N_COMP, N_SHAPE, SIGMA, C, loss_and_gradient, loss_and_gradient_batch
 from .optimizers import adam_step, all_finite, gradient_descent_step
 from .stopping import (
     R_PENALTY,

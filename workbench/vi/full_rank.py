@@ -38,13 +38,7 @@ from numba import types
 
 from ..jit import C_PROGRESS, C_STOP, CHAIN_RETURN, INDEX, MATRIX, RNG, VEC, jit, target_kernel
 from ..rng import fill_standard_normal
-from .fit import (
-    STATUS_BUDGET,
-    STATUS_CONVERGED,
-    STATUS_NONFINITE,
-    STATUS_STEPS,
-    STATUS_STOPPED,
-)
+from .fit import STATUS_BUDGET, STATUS_CONVERGED, STATUS_NONFINITE, STATUS_STEPS, STATUS_STOPPED
 from .optimizers import adam_step, all_finite
 from .stopping import (
     R_PENALTY,

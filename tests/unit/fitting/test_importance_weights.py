@@ -9,13 +9,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.fitting.importance_weights import (
-    compute_log_ratios,
-    evaluate_log_ratios,
-    log_evidence,
-    pareto_khat,
-    resample,
-)
+from workbench.fitting.importance_weights import compute_log_ratios, evaluate_log_ratios, log_evidence, pareto_khat, resample
 
 
 def test_resampling_frequencies_match_the_weights():

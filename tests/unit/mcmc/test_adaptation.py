@@ -3,12 +3,7 @@
 import numpy as np
 import pytest
 
-from workbench.mcmc.adaptation import (
-    gradient_based_variance,
-    stan_regularised_variance,
-    stan_windows,
-    welford_add,
-)
+from workbench.mcmc.adaptation import gradient_based_variance, stan_regularised_variance, stan_windows, welford_add
 
 
 def test_welford_and_the_two_variance_estimators():

@@ -9,13 +9,7 @@ import pytest
 import workbench as wb
 from workbench.mcmc.integrators import leapfrog
 from workbench.mcmc.metric import kinetic_energy
-from workbench.mcmc.walnuts import (
-    LEAF_DIVERGED,
-    LEAF_OK,
-    max_leaf_gradients,
-    micro_steps,
-    walnuts_leaf,
-)
+from workbench.mcmc.walnuts import LEAF_DIVERGED, LEAF_OK, max_leaf_gradients, micro_steps, walnuts_leaf
 
 # a 2-d Gaussian with sds 1 and 0.05: a step of 0.5 is stable along the first axis only
 T = wb.targets.gaussian(2, scales=[1.0, 0.05])

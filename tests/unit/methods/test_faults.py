@@ -16,12 +16,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from tests.user_functions import (
-    divides_by_zero_beyond,
-    nan_beyond_one_and_half,
-    raises_beyond,
-    slow_standard_normal,
-)
+from tests.user_functions import divides_by_zero_beyond, nan_beyond_one_and_half, raises_beyond, slow_standard_normal
 from workbench.errors import DensityError
 from workbench.rng import chain_rngs
 

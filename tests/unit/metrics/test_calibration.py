@@ -7,14 +7,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.metrics.calibration import (
-    LOG_LIK,
-    calibration_ranks,
-    quantities,
-    quantity_names,
-    ranks_of_truth,
-    sbc_draws,
-)
+from workbench.metrics.calibration import LOG_LIK, calibration_ranks, quantities, quantity_names, ranks_of_truth, sbc_draws
 from workbench.targets.specs import simulated_target
 
 

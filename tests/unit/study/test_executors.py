@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.study.test_crashes import (  # jobs the workers import
-    _blas_threads,
-    _job_that_dies,
-    _raises,
-)
+from tests.unit.study.test_crashes import _blas_threads, _job_that_dies, _raises  # jobs the workers import
 from workbench.study.executors import LocalExecutor, WorkerLost
 
 

@@ -7,12 +7,7 @@ import numpy as np
 import pytest
 
 from workbench.targets import brownian_motion as B
-from workbench.targets.kalman import (
-    backward_sample,
-    random_walk_filter,
-    rts_smoother,
-    smoothed_covariance,
-)
+from workbench.targets.kalman import backward_sample, random_walk_filter, rts_smoother, smoothed_covariance
 
 
 def _dense(q, r, y, seen):
