@@ -1,4 +1,4 @@
-"""workbench/methods/sampling.py: what every chain sampler shares: starts, counts, warmup kept apart."""
+"""workbench/sampling/chain_sampler.py: what every chain sampler shares: starts, counts, warmup kept apart."""
 
 import numpy as np
 import pytest
