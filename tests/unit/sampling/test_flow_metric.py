@@ -1,4 +1,4 @@
-"""workbench/methods/flow_metric.py: NUTS(metric="flow") samples a banana well, counts every
+"""workbench/sampling/flow_metric.py: NUTS(metric="flow") samples a banana well, counts every
 gradient (its phases' and the fits'), keeps its budget, is reproducible, and says when the
 diagonal metric already fits."""
 
