@@ -47,6 +47,9 @@ COMMANDS = [
      "`NUTS(metric=\"flow\")` on curved and hierarchical posteriors beside diag-NUTS and nutpie's flow", "`flow_nuts.csv`"),
     ("python benchmarks/nuts_geometry.py --auto",
      "`metric=\"auto\"` against `\"diag\"`: the measure that decides NUTS's default", "`nuts_auto.csv`"),
+    ("python benchmarks/mams_step.py --record",
+     "MAMS (its step by dual averaging toward acceptance 0.9, no cap at L) against NUTS's default by the gradients "
+     "to b2_max < 0.01", "`mams_vs_nuts.csv`"),
     ("python benchmarks/vi_speed.py",
      "the VI methods' speed; the nn4post paper's 3-peak benchmark at N_d = 100, 1,000 and 10,000; batch-and-match "
      "against FullRankVI", "printed"),
@@ -92,6 +95,13 @@ SECTIONS = {
         "`NUTS(metric=\"flow\")` on curved and hierarchical posteriors",
         "ESS per 1,000 gradients (warmup and the fits included), divergences, runs passing the "
         "standard and E-BFMI, for the flow, the diagonal metric and nutpie's flow where it was run.",
+    ),
+    "mams_vs_nuts": (
+        "MAMS against NUTS's default, by b^2",
+        "Gradients (tuning included) after which the worst coordinate's b^2 stays below 0.01, median "
+        "over seeds, a seed that did not cross within the budget counted as infinitely many (blank "
+        "when most did not); `ratio` is MAMS / NUTS, `*_crossed` how many seeds crossed, "
+        "`mams_accept` MAMS's realised acceptance (its step is tuned toward 0.9).",
     ),
     "banana_nuts": (
         "NUTS's settings on the banana",

@@ -29,6 +29,7 @@ QUICK_RUNS = {
                               "ratio"), ()),
     "pymc_overhead": (("overhead", "raw_us", "wrapped_us", "eight_schools_noncentered", "breast_cancer_logistic",
                        "ess_per_s"), ()),
+    "mams_step": (("gauss20", "mams_grads", "nuts_grads", "mams_accept"), ("brownian_motion",)),
     # garch11 is the full run's: its reference takes a minute to build
     "dadvi_regressions": (("ar2", "breast_cancer_logistic", "mean_err_max", "DADVI met the goal"), ("garch11",)),
 }

@@ -94,8 +94,7 @@ def steps_scale(mean_steps):
     ``adjusted_mclmc.rescale``, the authors' code): with k = floor(2 mu - 1), n is uniform on
     {1, ..., k} with a share x / s on k + 1, x = k (mu - (k + 1) / 2) / (k + 1 - mu). A mean
     of at most one step gives s = 0 (n = 1). The MAMS paper's n uniform on {1, ..., 2 L / eps}
-    has mean L / eps + 1/2: at the step the tuning ends at on a 100-d Gaussian (L / eps = 1.1)
-    that is 45% more gradients a transition."""
+    has mean L / eps + 1/2: where L / eps is near 1 that is half as many gradients again."""
     k = math.floor(2.0 * mean_steps - 1.0)
     if k <= 0.0:
         return 0.0
@@ -162,11 +161,10 @@ def _microcanonical_chain(logp_grad, data, x, u, sigma, rng, settings, tune_stat
                     gy[i] = gy_old[i]
                 lp = lp_old
             if settings.tune == TUNE_DUAL_AVERAGING:
+                # no cap at L: a step past L makes one-step transitions (n = 1), and the acceptance
+                # falls as the step grows on every posterior measured (benchmarks/mams_step.py)
                 da = dual_averaging_update(da, accept, settings.target_accept)
-                # a step longer than the trajectory is no trajectory (BlackJAX clamps eps <= L / 1.1)
                 eps = math.exp(da.log_step)
-                if settings.l_over_eps <= 0.0:
-                    eps = min(eps, settings.big_l / 1.1)
         else:
             lp, kinetic, ng = isokinetic_step(logp_grad, data, settings.integrator, x, u, gy, sigma, eps, work)
             n_grad += ng

@@ -55,7 +55,7 @@ DEFAULT_WARMUP = 400
 FLOW_WARMUP = 1000
 """The metrics a Hamiltonian sampler takes: the kernel's (``mcmc/adaptation.py``), ``"flow"``, a
 learned transform, and ``"auto"``, whichever of the diagonal, low-rank and flow preconditioners has
-the lowest Fisher divergence on the first warmup draws (``methods/flow_metric.py``)."""
+the lowest Fisher divergence on the first warmup draws (``sampling/flow_metric.py``)."""
 
 WARMUP_SHARE = 0.4
 """Under a gradient budget, the share warmup may spend before sampling starts."""

@@ -233,18 +233,15 @@ class MAMS(_Microcanonical):
     each transition draws a fresh velocity, integrates a random number of isokinetic steps
     (about uniform on 1..2 L / eps - 1, with mean L / eps) and accepts or rejects the end on the
     energy error, kinetic change included, so it is exact for the target. Step size by dual
-    averaging toward ``target_accept`` (0.9, the authors' recommendation), a diagonal
-    preconditioner from the warmup's variances, L = sqrt(d) after it (module docstring).
-    ``warmup`` counts tuning
-    transitions (default 400, as NUTS's: measured against 300 and 500 by the gradients to
-    b2_max < 0.01 as a share of NUTS's, median of 5 seeds, tuning included, with
-    ``studies/frontier.py``'s settings: 100-d Gaussian 0.31 (300: 0.30, 500: 0.39), the banana
-    crossing within 10^5 in 5 of 12 seeds (300: 3, 500: 6)),
-    ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and a quarter
-    of it in draws) on the diagonal, then the whole run on the posterior whitened by the
+    averaging toward ``target_accept`` (0.9, the authors' recommendation; no cap at L: a longer
+    step makes one-step transitions), a diagonal preconditioner from the warmup's variances,
+    L = sqrt(d) after it (module docstring). ``warmup`` counts tuning transitions (default 400,
+    as NUTS's: 300 and 500 reached b2_max < 0.01 no sooner in ``studies/frontier.py``'s
+    settings), ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
+    a quarter of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
     strongly correlated, which the diagonal cannot undo. ``metric="flow"``: NUTS's flow phases
-    (``methods/flow_metric.py``) with MAMS as the sampler, on a learned transform of a curved
+    (``sampling/flow_metric.py``) with MAMS as the sampler, on a learned transform of a curved
     posterior; ``metric="auto"``: the preconditioner (diagonal, a whitening where the low-rank
     metric ranks first, or the flow) that the held-out Fisher divergence of the first draws ranks
     best, as NUTS's default (both warm up for 1,000 transitions by default). ``inv_metric``: a
@@ -264,7 +261,7 @@ class MAMS(_Microcanonical):
     inv_metric: np.ndarray | None = None
 
     _adjusted = 1
-    # its preconditioner is diagonal: the flow phases (methods/flow_metric.py) give it a fixed
+    # its preconditioner is diagonal: the flow phases (sampling/flow_metric.py) give it a fixed
     # diagonal as ``inv_metric`` and stand in a whitening for the low-rank metric
     _diagonal_preconditioner = True
 
@@ -297,13 +294,9 @@ class MAMS(_Microcanonical):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
         if half:
-            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5:
-            # measured with 3, the 100-d Gaussian needs 19,500 gradients to b2_max < 0.01, not
-            # 23,100, the dense metric 8-19% fewer on three posteriors, the breast-cancer
-            # regression at 10^4 gradients ends with R-hat > 1.1 in 0 of 10 seeds, not 3, and the
-            # banana crosses within 10^5 in 5 of 12 seeds against 6; with 2, a seed of that
-            # regression ended at R-hat 2.3);
-            # its second half collects the draws and gradients of the preconditioner
+            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5;
+            # 3 reached b^2 < 0.01 on fewer gradients, and 2 left the breast-cancer regression
+            # unmixed); its second half collects the draws and gradients of the preconditioner
             restart(eps)
             quarter = max(half // 2, 1)
             ratio = 0.0 if self.L is not None else big_l / eps
@@ -315,11 +308,10 @@ class MAMS(_Microcanonical):
             var = None if fixed else st.variances()
             if fixed:
                 big_l = self.L or math.sqrt(d)
-                eps = min(eps, big_l / 1.1) if adapt else eps
             elif np.all(np.isfinite(var)) and np.all(var > 0):
                 st.sigma[:] = np.sqrt(var)
                 big_l = self.L or math.sqrt(d)  # the preconditioned posterior's size
-                eps = min(eps / float(np.sqrt(np.mean(var))), big_l / 1.1) if adapt else eps
+                eps = eps / float(np.sqrt(np.mean(var))) if adapt else eps
             elif self.L is None:
                 big_l = ratio * eps
             # stage 2: the step alone, for the L and preconditioner of stage 1
@@ -328,9 +320,7 @@ class MAMS(_Microcanonical):
             _, eps = self._call(chains, target, st, control, stage, tune=tune, eps=eps, big_l=big_l, warmup=True,
                                 cap=cap)
             if adapt and st.tune[4] > 0:
-                eps = min(math.exp(st.tune[1]), big_l / 1.1)  # the dual-averaging average
-            # On the 100-d ill-conditioned Gaussian the step ends at this clamp (1.1 steps a
-            # transition), here and after stage 3 has lengthened L to 13-14: acceptance 0.89-0.91
+                eps = math.exp(st.tune[1])  # the dual-averaging average
             if self.tune_L and self.L is None:
                 # stage 3: L from how many transitions the chain needs per effective draw
                 # (BlackJAX's adjusted_mclmc_make_adaptation_L, l_factor 0.5, at most doubling L),
@@ -349,7 +339,7 @@ class MAMS(_Microcanonical):
                 _, eps = self._call(chains, target, st, control, self.warmup - half - stage - n3, tune=tune, eps=eps,
                                     big_l=big_l, warmup=True, cap=cap)
                 if adapt and st.tune[4] > 0:
-                    eps = min(math.exp(st.tune[1]), big_l / 1.1)
+                    eps = math.exp(st.tune[1])
         out.update(step_size=eps, L=big_l)
         return eps, big_l
 

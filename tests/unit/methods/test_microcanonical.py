@@ -31,14 +31,22 @@ def test_fixed_step_and_l_skip_the_tuning():
     assert res.info["step_size"] == [0.5] and res.info["L"] == [3.0] and res.cost.warmup_grad_evals <= 1
 
 
-def test_mams_accepts_at_least_at_its_target_and_mclmc_reports_its_energy_error():
-    """Dual averaging aims MAMS at 0.9; where the step reaches its cap L / 1.1 (a preconditioned
-    Gaussian: one step spans the posterior) it accepts more (0.98 here)."""
+def test_mams_accepts_near_its_target_and_mclmc_reports_its_energy_error():
+    """Dual averaging aims MAMS at 0.9; its averaged step accepts a little more (0.94-0.97 here)."""
     mams = wb.methods.MAMS(chains=2, progress=False).run(T, seed=1)
-    assert mams.stats["accept_prob"].mean() > 0.85
-    assert all(s <= ell / 1.1 + 1e-9 for s, ell in zip(mams.info["step_size"], mams.info["L"]))
+    assert 0.85 < mams.stats["accept_prob"].mean() < 0.99
     mclmc = wb.methods.MCLMC(chains=2, progress=False).run(T, seed=1)
     assert all(math.isfinite(v) for v in mclmc.info["energy_var_per_dim"])
+
+
+def test_mams_step_is_not_capped_at_the_trajectory_length():
+    """A step past L is a transition of one step (n = 1 + floor(U s), s = 0 when L / eps <= 1),
+    still exact; the acceptance alone bounds the step. With L fixed short the step the target
+    asks for is several times L (BlackJAX caps it at L / 1.1)."""
+    res = wb.methods.MAMS(chains=2, L=0.5, progress=False).run(T, seed=0)
+    assert all(s > 2 * ell for s, ell in zip(res.info["step_size"], res.info["L"]))
+    assert 0.85 < res.stats["accept_prob"].mean() < 0.99
+    assert (res.stats["n_steps"] == 2).all()  # one minimal-norm step: two gradients
 
 
 def test_one_dimension_and_bad_settings_are_refused():
@@ -74,7 +82,7 @@ def test_mams_dense_whitens_a_strongly_correlated_posterior():
 
 
 def test_mams_flow_samples_the_banana_on_a_learned_transform():
-    """MAMS(metric="flow") runs NUTS's flow phases (methods/flow_metric.py) with MAMS as the
+    """MAMS(metric="flow") runs NUTS's flow phases (sampling/flow_metric.py) with MAMS as the
     sampler: on the banana, whose arms no diagonal preconditioner follows, its means and sds
     agree with the exact ones within 4 Monte Carlo standard errors (each coordinate's bulk ESS;
     for the sd, the ESS of the squared deviation)."""
