@@ -81,9 +81,10 @@ SECTIONS = {
     ),
     "nuts_vs_nutpie": (
         "NUTS against nutpie, same density",
-        "ESS per 1,000 gradients, warmup included, of our NUTS and nutpie at each metric, nutpie run "
-        "in its own venv on the same Numba density; `ratio` is ours / nutpie's (median over seeds, "
-        "with the seeds' range).",
+        "ESS per 1,000 gradients, warmup included, of our NUTS at `metric` and nutpie at "
+        "`nutpie_metric`, nutpie run in its own venv on the same Numba density; `ratio` is ours / "
+        "nutpie's (median over seeds, with a 90% bootstrap interval over seeds). The `auto` rows "
+        "against nutpie's `low_rank` set our default beside nutpie's best adaptation.",
     ),
     "whole_call_vs_nutpie": (
         "The whole call on gauss100, as a user times it",

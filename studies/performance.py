@@ -98,6 +98,10 @@ def nutpie_comparison() -> tuple[str, pd.DataFrame] | None:
         return None
     table = pd.read_csv(NUTPIE_CSV)
     label = table["target"] + " (" + table["metric"] + ")"
+    if "nutpie_metric" in table:  # ours against a different nutpie metric: say which
+        other = table["nutpie_metric"] != table["metric"]
+        label = label.where(~other, table["target"] + " (" + table["metric"] + " vs nutpie's "
+                            + table["nutpie_metric"] + ")")
     intervals = "ratio_low" in table
     if not intervals:  # a record from before the intervals: the ratio alone
         table["ratio_low"] = table["ratio_high"] = table["ratio"]
