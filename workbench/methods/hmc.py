@@ -89,8 +89,6 @@ class _Hamiltonian(ChainSampler):
     max_energy_error: float = 1000.0
     inv_metric: np.ndarray | None = None
     adapt_mass: str | None = None  # deprecated: use ``metric``
-    # not a setting: a metric for each chain to go on with, given to a phase (Phases.run(resume=...))
-    _resume = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -193,15 +191,13 @@ class _Hamiltonian(ChainSampler):
         n_warmup, d, n_chains = chains.n_warmup, target.dim, self.chains
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
         metric = A.METRICS[self.metric]
-        resume = self._resume if transformed else None
-        # going on with a given metric: the warmup adapts the step size alone
-        schedule = A.warmup_schedule(n_warmup, A.METRIC_IDENTITY if resume else metric, adapt_step=n_warmup > 0)
-        max_rank = self._max_rank(d, schedule.window_capacity) if transformed and not resume else 0
+        schedule = A.warmup_schedule(n_warmup, metric, adapt_step=n_warmup > 0)
+        max_rank = self._max_rank(d, schedule.window_capacity) if transformed else 0
         walnuts_error, walnuts_halvings = self._walnuts_settings()
         settings = K.hamiltonian_settings(
             n_warmup=n_warmup, n_draws=chains.n_draws, algorithm=algorithm, n_leapfrog=n_leapfrog,
             grad_budget=chains.grad_budget_per_chain, metric=metric, max_rank=max_rank,
-            window_capacity=max(schedule.window_capacity, 1),
+            window_capacity=schedule.window_capacity,
             step_size=self.step_size if self.step_size is not None else -1.0, target_accept=self.target_accept,
             max_energy_error=self.max_energy_error, jitter=jitter, symmetric_accept=algorithm == K.ALGO_NUTS,
             walnuts_error=walnuts_error, walnuts_halvings=walnuts_halvings,
@@ -213,10 +209,7 @@ class _Hamiltonian(ChainSampler):
         start_inv_mass = np.ones((n_chains, d))
         if chains.inv_mass is not None:
             start_inv_mass[:] = chains.inv_mass
-        if resume:  # each chain's own copy of the metric it goes on with (the kernel writes to its work arrays)
-            transforms = [type(t)(*(a.copy() for a in t)) for t in resume.transforms]
-            inv_mass = np.ones((n_chains, d))
-        elif transformed:  # the diagonal is the map's sigma; the trajectory's own metric is 1
+        if transformed:  # the diagonal is the map's sigma; the trajectory's own metric is 1
             transforms = [metric_transform(d, max_rank) for _ in range(n_chains)]
             for c in range(n_chains):
                 transforms[c].sigma[:] = np.sqrt(start_inv_mass[c])
@@ -229,12 +222,10 @@ class _Hamiltonian(ChainSampler):
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
         one_blas_thread = blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
-        chain_settings = [settings._replace(step_size=float(s)) for s in resume.step_sizes] if resume else [settings] * n_chains
         with one_blas_thread:
             run = chains.sample(
                 lambda c, draws, stats, control: chains.kernel(
-                    target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], chain_settings[c],
-                    schedule.flags,
+                    target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,
                     inv_mass[c], transforms[c], draws, stats, adapt_log[c], control,
                 ),
                 len(K.STAT_NAMES),

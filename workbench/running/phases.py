@@ -46,13 +46,10 @@ class Phases:
         """Count gradients spent between phases (a mode search, the gradients a fit learns from)."""
         self.spent += int(grad_evals)
 
-    def run(self, target: Target, seed: int, grad_evals: int | None, resume=None, **settings) -> Result:
+    def run(self, target: Target, seed: int, grad_evals: int | None, **settings) -> Result:
         """One phase: the method with ``settings`` on ``target`` (the run's own, or a transform
-        of it), under ``grad_evals``; its cost is counted. ``resume``: a metric for each chain to go
-        on with (``sampling.handover.Resume``), for a sampler that can (``_resume``)."""
+        of it), under ``grad_evals``; its cost is counted."""
         phase = dataclasses.replace(self.method, **settings)
-        if resume is not None:
-            object.__setattr__(phase, "_resume", resume)  # not a setting: the frozen method's private state
         result = phase._run(target, seed, Budget(grad_evals=grad_evals))
         self.spent += result.cost.grad_evals
         self.compile_seconds += result.cost.compile_seconds

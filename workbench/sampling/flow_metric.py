@@ -42,7 +42,6 @@ from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target
 from .chain_sampler import deferred_chain_health
-from .handover import adapted, pooled_low_rank
 
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
@@ -68,10 +67,6 @@ EASY_WARMUP = 0.1
 # with 0.3 the step settled after the last metric update too briefly and a chain could sample with
 # a step too long for its metric (LGCP: divergences in 2 of 20 seeds, 0 with 0.4; nuts_auto.csv)
 LOW_RANK_WARMUP = 0.4
-# ... and when it goes on with the low-rank metric of the first phase's draws pooled over the chains
-# (handover.pooled_low_rank): the step size alone adapts (chosen on the low-rank rows of
-# benchmarks/nuts_geometry.py --auto)
-POOLED_LOW_RANK_WARMUP = 0.2
 # metric="auto" fits a flow's layers up to this dimension: their fit's driver scores cost O(n d^2)
 # (12.9 s at d = 1,000, where NUTS draws 200 in 0.5 s); above it "auto" ranks the diagonal and
 # low-rank metrics alone (what metric="flow" asks for, it still does)
@@ -302,8 +297,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, phases, training, started,
-                             (iterations(LOW_RANK_WARMUP), iterations(POOLED_LOW_RANK_WARMUP)), notes, warm, x_all,
-                             g_all, adapted(run))
+                             iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
     if not easy:
         for k in range(REFITS):
             res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
@@ -393,38 +387,47 @@ def _stopped(method, target, seed, run, warm, phases: Phases, started, phase: st
                                    *[m for m in run.messages if not m.startswith("interrupted")]])
 
 
+def adapted(run: Result, same_metric: bool = False) -> dict:
+    """What a phase's warmup adapted, for the next phase to start from where the chains are: the
+    diagonal metric each chain ended with and their median step size (a phase started from the
+    identity metric and a fresh step-size search sent its first proposals far out: on a regression
+    whose coefficients' scales span orders of magnitude, to where the density underflowed). With
+    ``same_metric`` (the next phase samples with the same diagonal metric), the target acceptance
+    its divergences raised too (``NUTS(adapt_target=True)``): a short last warmup has no time to
+    learn it again (non-centred eight schools: 18 of 20 seeds pass posteriordb's standard with it,
+    8 of 20 without). Under another metric the divergences of the diagonal one do not carry over
+    (the diabetes regression's low-rank phase lost half its ESS per gradient at the raised target)."""
+    out = {}
+    inv_mass = run.info.get("inv_mass")
+    if inv_mass is not None and np.all(np.isfinite(inv_mass)) and np.all(np.asarray(inv_mass) > 0):
+        out["inv_metric"] = np.asarray(inv_mass, dtype=float)
+    steps = [s for s in run.info.get("step_size", []) if math.isfinite(s) and s > 0]
+    if steps:
+        out["step_size"] = float(np.median(steps))
+    raised = run.info.get("target_accept_raised_to") if same_metric else None
+    if raised:
+        out["target_accept"] = float(max(raised))
+    return out
+
+
 def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, phases: Phases, training, started,
-                  warmups, notes: PhaseNotes, warm: list, first_draws: np.ndarray, first_grads: np.ndarray,
-                  start: dict | None = None) -> Result:
+                  warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray, start: dict | None = None) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
-    draws. Each chain goes on with the metric of the first phase's draws and gradients, every
-    chain's at once (:func:`handover.pooled_low_rank`), its warmup adapting the step size alone
-    (``warmups[1]`` iterations); where that estimate is unusable, the metric's own warmup
-    (``warmups[0]``) from the first phase's diagonal metric and step size (``start``,
-    :func:`adapted`). A sampler without one (MAMS, whose preconditioner is diagonal) samples the
-    posterior whitened by the covariance of the first phase's draws instead (``mcmc/affine.py``,
-    as ``MAMS(metric="dense")`` does)."""
+    draws, its own warmup after the first phase's, starting from the first phase's diagonal metric
+    and step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
+    preconditioner is diagonal) samples the posterior whitened by the covariance of the first
+    phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
     n_draws = budget.draws if budget.draws is not None else method.draws
     spent_before = phases.spent
-    start = start or {}
-    pooled = None
     if not _diagonal_only(method):
-        pooled = pooled_low_rank(first_draws, first_grads, method.chains, start.get("step_size", 1.0),
-                                 method.metric_gamma, method.metric_cutoff, method.metric_rank)
-    if pooled is not None:
-        final = phases.run(target, run_seed, phases.rest(), resume=pooled, metric="low_rank", warmup=warmups[1],
-                           init=last_x, draws=n_draws)
-        draws, final_warm, chosen = final.draws, final.warmup_draws, "low_rank"
-        what = f"the low-rank metric of those draws (rank {int(pooled.transforms[0].rank[0])})"
-    elif not _diagonal_only(method):
-        final = phases.run(target, run_seed, phases.rest(), metric="low_rank", warmup=warmups[0], init=last_x,
-                           draws=n_draws, **start)
+        final = phases.run(target, run_seed, phases.rest(), metric="low_rank", warmup=warmup, init=last_x,
+                           draws=n_draws, **(start or {}))
         draws, final_warm, chosen, what = final.draws, final.warmup_draws, "low_rank", "the low-rank metric"
     else:
         mean, chol = dense_factor(first_draws)
         z0 = np.linalg.solve(chol, (last_x - mean).T).T
-        final = phases.run(affine_target(target, mean, chol), run_seed, phases.rest(), metric="diag",
-                           warmup=warmups[0], init=z0, draws=n_draws)
+        final = phases.run(affine_target(target, mean, chol), run_seed, phases.rest(), metric="diag", warmup=warmup,
+                           init=z0, draws=n_draws)
         draws, final_warm = mean + final.draws @ chol.T, mean + final.warmup_draws @ chol.T
         chosen, what = "dense", f"the dense metric (the covariance of {len(first_draws)} draws)"
     flow_info = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,

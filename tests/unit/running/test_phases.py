@@ -45,23 +45,3 @@ def test_a_phased_run_enters_the_public_run_once(make, monkeypatch):
     res = make().run(t, seed=0, grad_budget=40_000)
     assert calls == [type(make()).__name__], calls
     assert res.cost.grad_evals <= 40_000 * 1.02 and res.draws.shape[1] > 0
-
-
-def test_a_phase_given_a_metric_keeps_it_and_samples_the_target():
-    """``resume``: every chain goes on with the metric given (its warmup adapts the step alone), and
-    samples the target: each mean within 5 Monte Carlo standard errors of the truth."""
-    import numpy as np
-
-    from workbench.sampling.handover import pooled_low_rank
-
-    t = wb.targets.gaussian(6, correlation=0.9)
-    x = t.truth.sample(400, np.random.default_rng(1))
-    g = np.array([t.logp_and_grad(row)[1] for row in x])
-    resume = pooled_low_rank(x, g, chains=2, step_size=0.5, gamma=1e-5, cutoff=2.0)
-    phases = Phases(wb.methods.NUTS(chains=2, progress=False), Budget())
-    res = phases.run(t, 0, None, resume=resume, metric="low_rank", warmup=100, draws=2000, init=x[:2])
-    given = (resume.transforms[0].sqrt_vals[:int(resume.transforms[0].rank[0])] ** 2).tolist()
-    assert res.info["metric_eigenvalues"] == [given, given]  # kept, not re-estimated
-    ess = wb.convergence.ess(res.draws)
-    mcse = res.draws.std(axis=(0, 1)) / np.sqrt(ess)
-    assert np.all(np.abs(res.draws.mean(axis=(0, 1)) - t.truth.mean) < 5 * mcse)

@@ -70,9 +70,6 @@ def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagona
     corr = wb.targets.gaussian(dim=10, correlation=0.9)
     res = wb.methods.NUTS(metric="auto", progress=False).run(corr, seed=0)
     assert res.info["metric_chosen"] == "low_rank" and res.messages[0].startswith("metric='auto': the low-rank")
-    # the metric of the first phase's draws of every chain, kept through the last warmup
-    assert "the low-rank metric of those draws" in res.messages[0]
-    assert all(v == res.info["metric_eigenvalues"][0] for v in res.info["metric_eigenvalues"])
     assert res.settings["metric"] == "auto"
     diag = wb.methods.NUTS(metric="diag", progress=False).run(corr, seed=0)
     # the low-rank metric's ESS per gradient, phases included, is many times the diagonal's (12-19x measured)
@@ -149,7 +146,7 @@ def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_sta
     target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
     res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
     assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
-    assert res.warmup_draws.shape[:2] == (4, 400)  # 100 + 100 (first phase), 200 (the step's, on the pooled metric)
+    assert res.warmup_draws.shape[:2] == (4, 600)  # 100 + 100 (first phase), 400 (the low-rank metric's)
 
 
 def test_a_gaussian_sampled_on_the_fits_scales_keeps_them_as_its_metric():
