@@ -161,8 +161,8 @@ def _microcanonical_chain(logp_grad, data, x, u, sigma, rng, settings, tune_stat
                     gy[i] = gy_old[i]
                 lp = lp_old
             if settings.tune == TUNE_DUAL_AVERAGING:
-                # no cap at L: a step past L makes one-step transitions (n = 1), and the acceptance
-                # falls as the step grows on every posterior measured (benchmarks/mams_step.py)
+                # no cap at L (BlackJAX's is L / 1.1): a step past L makes one-step transitions
+                # (n = 1), still exact, and the acceptance target bounds it
                 da = dual_averaging_update(da, accept, settings.target_accept)
                 eps = math.exp(da.log_step)
         else:

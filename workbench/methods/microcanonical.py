@@ -236,8 +236,7 @@ class MAMS(_Microcanonical):
     averaging toward ``target_accept`` (0.9, the authors' recommendation; no cap at L: a longer
     step makes one-step transitions), a diagonal preconditioner from the warmup's variances,
     L = sqrt(d) after it (module docstring). ``warmup`` counts tuning transitions (default 400,
-    as NUTS's: 300 and 500 reached b2_max < 0.01 no sooner in ``studies/frontier.py``'s
-    settings), ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
+    as NUTS's), ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
     a quarter of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
     strongly correlated, which the diagonal cannot undo. ``metric="flow"``: NUTS's flow phases
@@ -294,9 +293,8 @@ class MAMS(_Microcanonical):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
         if half:
-            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5;
-            # 3 reached b^2 < 0.01 on fewer gradients, and 2 left the breast-cancer regression
-            # unmixed); its second half collects the draws and gradients of the preconditioner
+            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5);
+            # its second half collects the draws and gradients of the preconditioner
             restart(eps)
             quarter = max(half // 2, 1)
             ratio = 0.0 if self.L is not None else big_l / eps
