@@ -149,16 +149,23 @@ def selected(targets: dict, only) -> dict:
     return {k: v for k, v in targets.items() if k in only}
 
 
-def write_rows(rows: list[dict], path: Path, only, order) -> pd.DataFrame:
+def write_rows(rows: list[dict], path: Path, only, order, keep=None) -> pd.DataFrame:
     """The rows, dated, written to ``path``; with ``only``, merged into the rows already there
-    (targets in ``order``, a target's rows in their order)."""
+    (targets in ``order``, a target's rows in their order); rows already there for which ``keep``
+    (a function of the old frame) is true are kept as measured (nutpie's, not run again)."""
     frame = pd.DataFrame(rows)
     frame = stamp(frame)
-    if only is not None and path.exists():
+    if (only is not None or keep is not None) and path.exists():
         old = pd.read_csv(path)
-        frame = pd.concat([old[~old["target"].isin(only)], frame], ignore_index=True)
+        kept = ~old["target"].isin(only if only is not None else old["target"])
+        if keep is not None:
+            kept |= keep(old)
+        frame = pd.concat([old[kept], frame], ignore_index=True)
         rank = {name: i for i, name in enumerate(order)}
-        frame = frame.sort_values("target", key=lambda t: t.map(rank).fillna(len(rank)), kind="stable")
+        frame["_rank"] = frame["target"].map(rank).fillna(len(rank))
+        # a target's rows: ours, then nutpie's
+        frame["_peer"] = frame["sampler"].str.startswith("nutpie") if "sampler" in frame else False
+        frame = frame.sort_values(["_rank", "_peer"], kind="stable").drop(columns=["_rank", "_peer"])
     frame.to_csv(path, index=False, float_format="%.4g")
     return frame
 
@@ -177,7 +184,9 @@ def flow_table(seeds: int, with_nutpie: bool, only=None, nutpie_seeds: int = 3) 
                   f"pass {row['passing']}/{row['runs']} (with <= {HANDFUL} divergences {row['passing_but_handful']})  "
                   f"E-BFMI {row['bfmi_min']:.2f}  training {row['training_seconds']:.1f} s  wall {row['wall_seconds']:.1f} s",
                   flush=True)
-    write_rows(rows, FLOW_CSV, only, list(flow_targets()))
+    # without --nutpie, nutpie's rows stay as last measured (each of its runs takes minutes)
+    write_rows(rows, FLOW_CSV, only, list(flow_targets()),
+               keep=None if with_nutpie else (lambda old: old["sampler"].str.startswith("nutpie")))
     print(f"-> {FLOW_CSV}")
     return 0
 

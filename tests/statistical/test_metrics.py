@@ -141,3 +141,25 @@ def test_a_failed_metric_estimate_falls_back_to_the_diagonal_with_a_warning():
     assert res.info["metric_fallbacks"] > 0 and res.draws.shape == (2, 100, 4)
     assert any("not finite or not positive definite" in m for m in res.messages)
     assert any(issubclass(w.category, RuntimeWarning) and "diagonal alone" in str(w.message) for w in caught)
+
+
+def test_nuts_on_a_flow_samples_neals_funnel_without_a_divergence():
+    """Neal's funnel (d = 30, v ~ N(0, 3^2)): the phases on the flow diverge in its neck, so the draws
+    halve their step there (WALNUTS) and meet posteriordb's standard; v's mean and sd are within 4
+    MCSE of the exact ones and its mass in the neck (v < -6) within 4 of its binomial standard error.
+    (The x's variances are no test: their fourth moments, 3 E e^{2v} = 3 e^18, make an MCSE of the sd
+    meaningless.)"""
+    import arviz as az
+    from scipy.stats import norm
+
+    target = wb.targets.funnel(dim=30)
+    res = wb.methods.NUTS(metric="flow", progress=False).run(target, seed=2)
+    d = res.info["diagnostics"]
+    assert res.info["flow"]["used"] and res.info["flow"]["walnuts"]
+    assert d["divergences"] == 0 and d["r_hat_max"] < 1.01 and min(d["ess_bulk_min"], d["ess_tail_min"]) >= 400
+    v = res.draws[..., 0]
+    assert abs(v.mean()) < 4 * float(az.mcse(v))
+    assert abs(v.std() - 3.0) < 4 * float(az.mcse(v, method="sd"))
+    neck, p = (v < -6.0).astype(float), norm.cdf(-2.0)
+    ess = float(az.ess(neck))
+    assert abs(neck.mean() - p) < 4 * np.sqrt(p * (1 - p) / ess)

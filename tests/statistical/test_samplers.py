@@ -110,8 +110,8 @@ def test_random_walk_gets_mode_weights_of_a_bimodal_target():
 
 
 def test_nuts_reports_divergences_on_the_centred_funnel():
-    # 4 x 1000 draws: every seed tried (0-5) gave 3-19 divergences; 2 x 500 could give none
-    res = wb.methods.NUTS(chains=4, warmup=500, draws=1000).run(wb.targets.funnel(10), seed=1)
+    # the diagonal metric: the default's flow takes WALNUTS's halved steps in the neck and may meet none
+    res = wb.methods.NUTS(chains=4, warmup=500, draws=1000, metric="diag").run(wb.targets.funnel(10), seed=1)
     n_div = int(res.stats["diverging"].sum())
     assert n_div > 0 and any("divergent" in m for m in res.messages)
     assert res.to_arviz().sample_stats["diverging"].sum() == n_div

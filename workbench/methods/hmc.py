@@ -341,6 +341,8 @@ class NUTS(_Hamiltonian):
     ``workbench/mcmc/walnuts.py``), each leaf's step halved (up to 5 times) until the energy
     stays within ``walnuts_max_error`` (0.5, nuts-rs's default) along it, for posteriors whose
     curvature varies more than one step size can follow (the banana's arms, a funnel's neck).
+    A flow (``metric="flow"``, or ``"auto"`` choosing one) turns it on for its draws where its
+    warmup phases on the flow diverged.
     """
 
     family = "MCMC"

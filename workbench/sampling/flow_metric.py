@@ -13,7 +13,10 @@ outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
    transformed density log p(T(z)) + log |det dT/dz|, started from each chain's last draw mapped
    to z: a short warmup and more draws, which, mapped back, join the others. Each fit sees draws
    that reach further into the posterior (a funnel's neck, a banana's arms) than the last;
-3. the sampler on the last fit: its warmup and the run's draws, mapped back to x.
+3. the sampler on the last fit: its warmup and the run's draws, mapped back to x. Where a phase
+   on the flow diverged (in its draws, or raising its target acceptance), this one halves its
+   step where it must (WALNUTS, ``walnuts=True``): the fit is least exact where its draws are
+   fewest, as in a funnel's neck.
 
 The phases share ``warmup`` iterations (``PHASE_WARMUP``). Every gradient of every phase is
 counted (one gradient of the transformed density is one of the target's), and so are the
@@ -264,11 +267,12 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         fits.append(fit)
         return fit
 
-    def phase(fit, warmup, draws, seed_, share, metric="diag", start=None):
+    def phase(fit, warmup, draws, seed_, share, metric="diag", start=None, **settings):
         """A run of the sampler on the transformed density (or, if the fit is no better than the
         diagonal metric, on the target itself) from the chains' last draws; (result, draws in x).
         ``start``: the diagonal metric's starting variances and step size on the target itself;
-        ``share``: the phase's share of the budget (None: what the others left)."""
+        ``share``: the phase's share of the budget (None: what the others left); ``settings``: the
+        method's own, for this phase (``walnuts``)."""
         grad_evals = phases.share(share) if share is not None else phases.rest()
         if start is not None or (not fit.better_than_diagonal and metric == "diag"):
             # the target itself: with the diagonal metric, from ``start`` when given (MAMS, whose
@@ -283,7 +287,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         z0 = fit.flow.inverse(last_x)
         ok = np.all(np.isfinite(z0), axis=1)
         z0[~ok] = 0.0  # a start the flow maps badly: its centre
-        res = phases.run(t_z, seed_, grad_evals, metric=metric, warmup=warmup, draws=draws, init=z0)
+        res = phases.run(t_z, seed_, grad_evals, metric=metric, warmup=warmup, draws=draws, init=z0, **settings)
         return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
 
     if run.interrupted:
@@ -298,10 +302,13 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, phases, training, started,
                              iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
+    flow_divergences = 0  # the phases on a flow that diverged (in their draws, or raising their target)
     if not easy:
         for k in range(REFITS):
-            res, warm_x, draws_x, _ = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
-                                            seeds[1 + k], PHASE_BUDGET[1])
+            res, warm_x, draws_x, t_z = phase(fit, iterations(REFIT_PHASE[0]), iterations(REFIT_PHASE[1]),
+                                              seeds[1 + k], PHASE_BUDGET[1])
+            if t_z is not None and diverged(res):
+                flow_divergences += 1
             notes.add(res, f"warmup phase {k + 2}")
             warm.extend([warm_x, draws_x])
             if res.interrupted:
@@ -310,6 +317,10 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
             fit = refit()
     spent_before_last = phases.spent
     n_draws = budget.draws if budget.draws is not None else method.draws
+    # where the phases on the flow diverged, the last one halves its step where it must (WALNUTS,
+    # Bou-Rabee et al. 2025): a fit is least exact where the draws it learnt from are fewest (a
+    # funnel's neck), and a step size small enough for the whole run there costs more than halving
+    halving = bool(not easy and flow_divergences > 0 and fit.better_than_diagonal and hasattr(method, "walnuts"))
     if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
         # chain), as the scaling of a flow with no layers; warmup adapts the step size only
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
@@ -319,7 +330,8 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         final, warm_x, final_x, t_z = phase(diagonal, iterations(EASY_WARMUP), n_draws, seeds[REFITS + 1], None,
                                             start=start)
     else:  # the last phase has what the others left of a budget
-        final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None)
+        final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None,
+                                            **({"walnuts": True} if halving else {}))
     warm.append(warm_x)
     warmup_spent = spent_before_last + final.cost.warmup_grad_evals
     messages = []
@@ -329,6 +341,10 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
             f"flow: {len(fit.flow.layers)} layer(s), {fit.flow.n_params()} coefficients, fitted on {fit.draws} draws and "
             f"their gradients; held-out Fisher divergence {fit.diagonal_loss:.3g} with the diagonal metric, "
             f"{fit.flow_loss:.3g} with the flow ({training:.1f} s of training)")
+        if halving and not getattr(method, "walnuts", False):
+            messages.append(
+                f"flow: {flow_divergences} of the {REFITS} warmup phases on the flow diverged (a step too long where the "
+                "flow does not fit the posterior): the draws were taken with WALNUTS's step halving (walnuts=True)")
     elif easy and not flow_allowed:
         messages.append(
             f"metric='auto': the diagonal metric, by the held-out Fisher divergence of the first draws (the low-rank "
@@ -351,7 +367,8 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
                  "training_seconds": training,
                  "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
                            "layers": len(f.flow.layers)} for f in fits],
-                 "used": used, "warmup_grad_evals": warmup_spent}
+                 "used": used, "warmup_grad_evals": warmup_spent,
+                 "walnuts": bool(used and (halving or getattr(method, "walnuts", False)))}
     return _phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
                           flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
 
@@ -385,6 +402,11 @@ def _stopped(method, target, seed, run, warm, phases: Phases, started, phase: st
                          warmup_draws=_joined(warm),
                          messages=[f"interrupted in {phase} of the warmup ({phases.spent:,} gradients): no draws kept",
                                    *[m for m in run.messages if not m.startswith("interrupted")]])
+
+
+def diverged(run: Result) -> bool:
+    """Whether a phase diverged: in its draws, or in its warmup (a raised target acceptance)."""
+    return bool(np.any(run.stats.get("diverging", 0)) or run.info.get("target_accept_raised_to"))
 
 
 def adapted(run: Result, same_metric: bool = False) -> dict:
