@@ -11,7 +11,9 @@ model, beside NUTS's default on the same budget, seeds and scoring.
 A seed whose b^2 does not settle below 0.01 within the budget counts as infinitely many
 gradients, so a median is "not within the budget" when most seeds did not cross.
 
-    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick]
+``--warmup N``: MAMS with N tuning transitions (not recorded), to compare with its default's.
+
+    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick] [--warmup N]
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def median_or_nan(values) -> float:
     return m if math.isfinite(m) else math.nan
 
 
-def table(targets: dict, seeds: range) -> pd.DataFrame:
+def table(targets: dict, seeds: range, mams_settings: dict | None = None) -> pd.DataFrame:
     rows = []
     for name, (spec, budget) in targets.items():
         target = build_target(spec)
@@ -67,7 +69,7 @@ def table(targets: dict, seeds: range) -> pd.DataFrame:
         reference = None if shipped is None else shipped.draws
         draws = int(np.clip(budget // CHAINS // 2, 200, 50_000))  # room for the budget to end the run
         runs = {}
-        for label, method in (("mams", MAMS(chains=CHAINS, draws=draws, progress=False)),
+        for label, method in (("mams", MAMS(chains=CHAINS, draws=draws, progress=False, **(mams_settings or {}))),
                               ("nuts", NUTS(chains=CHAINS, draws=draws, progress=False))):
             runs[label] = np.array([crossing(method, target, reference, s, budget) for s in seeds])
         mams, nuts = median_or_nan(runs["mams"][:, 0]), median_or_nan(runs["nuts"][:, 0])
@@ -85,8 +87,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one small Gaussian, one seed (a smoke run)")
     parser.add_argument("--record", action="store_true", help=f"write {CSV.relative_to(CSV_DIR.parents[1])}")
+    parser.add_argument("--warmup", type=int, help="MAMS's tuning transitions (default: its own); not recorded")
     args = parser.parse_args(argv)
-    frame = table(QUICK_TARGETS if args.quick else TARGETS, range(1 if args.quick else args.seeds))
+    if args.warmup is not None and args.record:
+        parser.error("--warmup compares a setting with the default's row: it is not recorded")
+    settings = {} if args.warmup is None else {"warmup": args.warmup}
+    frame = table(QUICK_TARGETS if args.quick else TARGETS, range(1 if args.quick else args.seeds), settings)
     print("\nMAMS / NUTS, gradients to b2_max < 0.01 (median over seeds, tuning included)")
     print(frame.to_string(index=False))
     if args.record and not args.quick:

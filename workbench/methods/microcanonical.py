@@ -236,7 +236,8 @@ class MAMS(_Microcanonical):
     averaging toward ``target_accept`` (0.9, the authors' recommendation; no cap at L: a longer
     step makes one-step transitions), a diagonal preconditioner from the warmup's variances,
     L = sqrt(d) after it (module docstring). ``warmup`` counts tuning transitions (default 400,
-    as NUTS's), ``draws`` the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
+    as NUTS's; 200, 300 and 600 did no better: ``benchmarks/mams_step.py --warmup``), ``draws``
+    the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
     a quarter of it in draws) on the diagonal, then the whole run on the posterior whitened by the
     covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
     strongly correlated, which the diagonal cannot undo. ``metric="flow"``: NUTS's flow phases
@@ -293,7 +294,8 @@ class MAMS(_Microcanonical):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
         if half:
-            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5);
+            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5;
+            # 2 and 5 did no better by benchmarks/mams_step.py);
             # its second half collects the draws and gradients of the preconditioner
             restart(eps)
             quarter = max(half // 2, 1)
