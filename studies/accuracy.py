@@ -70,7 +70,7 @@ def grid(quick: bool) -> list[Cell]:
                     if name == "NUTS" and label == "banana d=2":
                         cells.append(Cell(spec, {**method, "target_accept": 0.95}, seed, grad_budget,
                                           labels={"target": label, "method": BANANA_NUTS}))
-                    if name == "NUTS":  # the low-rank metric beside the default diagonal one
+                    if name == "NUTS":  # the low-rank metric beside the default
                         cells.append(Cell(spec, {**method, "metric": "low_rank"}, seed, grad_budget,
                                           labels={"target": label, "method": LOW_RANK_NUTS}))
                 flow = None if quick else flow_nuts(budget, build_target(spec).dim)
@@ -168,18 +168,12 @@ def _target_notes(run, table: pd.DataFrame) -> list[str]:
     banana = ok[(ok["target"] == "banana d=2") & (ok["grad_budget"] == top)].groupby("method")["w1_mean"].median()
     if {"NUTS", BANANA_NUTS} <= set(banana.index):
         notes.append(
-            f"NUTS on the banana, before and after (W1 at {int(top):,} gradients: {banana['NUTS']:.3f} with the default "
-            f"target_accept 0.8, {banana[BANANA_NUTS]:.3f} with 0.95; RWM {banana.get('RWM', math.nan):.3f}). The "
-            "sampler is not at fault (its acceptance statistic counts a divergent leaf as 0, as Stan's does): the "
-            "banana's curvature along x1 grows from 0.01 at the centre to (2 b x1)^2, 3.2 at |x1| = 30, so no single "
-            "step size fits both. Dual averaging tunes the step where the chain spends its time, the bulk; at "
-            "0.8 mean acceptance the step is unstable in the arms beyond |x1| of about 17 (9% of the mass), the "
-            "chains diverge there and visit the arms 3-6% of the time instead of 9% (measured apart: 4 chains x 1,000 "
-            "draws, seeds 0-3). A longer warmup makes it worse "
-            "(the step grows: 0.44-0.69 after 5,000 warmup iterations against 0.29-0.58 after 1,000). Raising "
-            "target_accept to 0.95 shrinks the step to 0.21-0.33 and the divergences from 6-72 to 0-4 per run; at 0.99 "
-            "the trajectories get too long for the budget. The remedy Stan's users apply by hand (adapt_delta) is "
-            "therefore the second NUTS row on this target, marked as such.")
+            f"NUTS on the banana at its default and with target_accept 0.95 (W1 at {int(top):,} gradients: "
+            f"{banana['NUTS']:.3f} and {banana[BANANA_NUTS]:.3f}; RWM {banana.get('RWM', math.nan):.3f}). The banana's "
+            "curvature along x1 grows from 0.01 at the centre to (2 b x1)^2, 3.2 at |x1| = 30, so no single step size "
+            "fits both: the default samples it on a learned flow, halving its step where the flow's warmup diverged "
+            "(WALNUTS); raising target_accept, the remedy Stan's users apply by hand (adapt_delta), is the second NUTS "
+            "row on this target, marked as such.")
     bnn_ref = run.references.get(next((target_label(c.target) for c in run.cells if c.labels.get("target") == "BNN"), ""), {})
     if bnn_ref:
         runs = bnn_ref.get("runs", 1)
