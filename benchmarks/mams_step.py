@@ -11,9 +11,10 @@ model, beside NUTS's default on the same budget, seeds and scoring.
 A seed whose b^2 does not settle below 0.01 within the budget counts as infinitely many
 gradients, so a median is "not within the budget" when most seeds did not cross.
 
-``--warmup N``: MAMS with N tuning transitions (not recorded), to compare with its default's.
+``--warmup N``, ``--metric M``: MAMS with N tuning transitions or metric M (not recorded), to compare
+with its default's row.
 
-    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick] [--warmup N]
+    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick] [--warmup N] [--metric M]
 """
 
 from __future__ import annotations
@@ -88,10 +89,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="one small Gaussian, one seed (a smoke run)")
     parser.add_argument("--record", action="store_true", help=f"write {CSV.relative_to(CSV_DIR.parents[1])}")
     parser.add_argument("--warmup", type=int, help="MAMS's tuning transitions (default: its own); not recorded")
+    parser.add_argument("--metric", help="MAMS's metric (default: its own); not recorded")
     args = parser.parse_args(argv)
-    if args.warmup is not None and args.record:
-        parser.error("--warmup compares a setting with the default's row: it is not recorded")
-    settings = {} if args.warmup is None else {"warmup": args.warmup}
+    settings = {k: v for k, v in (("warmup", args.warmup), ("metric", args.metric)) if v is not None}
+    if settings and args.record:
+        parser.error("--warmup and --metric compare a setting with the default's row: they are not recorded")
     frame = table(QUICK_TARGETS if args.quick else TARGETS, range(1 if args.quick else args.seeds), settings)
     print("\nMAMS / NUTS, gradients to b2_max < 0.01 (median over seeds, tuning included)")
     print(frame.to_string(index=False))

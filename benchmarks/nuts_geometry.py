@@ -20,10 +20,13 @@ of each and their ratio, and which metric ``"auto"`` chose. ``"auto"`` was to be
 if it held 0.95x diag on every row and 1.5x nutpie's default in the median; it did, and is.
 Written to ``docs/benchmarks/nuts_auto.csv``.
 
+``--auto --mams``: the same table for MAMS (``docs/benchmarks/mams_auto.csv``): its default metric
+stays ``"diag"`` unless ``"auto"`` passes at least as often on every row.
+
 ``--targets A,B``: only those rows, re-measured and merged into the CSV (the others kept as
 measured, each row with its own date).
 
-    python benchmarks/nuts_geometry.py --flow [--nutpie] | --auto [--seeds N] [--targets A,B]
+    python benchmarks/nuts_geometry.py --flow [--nutpie] | --auto [--mams] [--seeds N] [--targets A,B]
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from record import stamp  # noqa: E402
 BENCHMARKS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 FLOW_CSV = BENCHMARKS / "flow_nuts.csv"
 AUTO_CSV = BENCHMARKS / "nuts_auto.csv"
+MAMS_AUTO_CSV = BENCHMARKS / "mams_auto.csv"
 NUTPIE_RUNS = "nutpie_flow_runs"  # the cache's folder of nutpie's flow runs, one file a model and seed
 HANDFUL = 5  # divergences a run may have and still count as "a handful" (the banana goal)
 
@@ -83,11 +87,11 @@ def score(draws: np.ndarray, grads: int, divergences: int, stats: dict | None = 
             "r_hat_max": d.r_hat_max, "ess_bulk_min": d.ess_bulk_min, "bfmi_min": d.bfmi_min}
 
 
-def ours(metric: str, target, seed: int) -> dict:
+def ours(metric: str, target, seed: int, sampler: str = "NUTS") -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = wb.methods.NUTS(metric=metric, progress=False).run(target, seed=seed)
+            res = getattr(wb.methods, sampler)(metric=metric, progress=False).run(target, seed=seed)
     except wb.WorkbenchError as exc:  # counted: a default may raise nowhere the diagonal metric does not
         return {"ess_per_1k_grad": 0.0, "divergences": 0, "passes": False, "passes_but_handful": False,
                 "r_hat_max": np.nan, "ess_bulk_min": 0.0, "bfmi_min": np.nan, "training_seconds": 0.0,
@@ -191,11 +195,12 @@ def flow_table(seeds: int, with_nutpie: bool, only=None, nutpie_seeds: int = 3) 
     return 0
 
 
-def auto_table(seeds: int, only=None) -> int:
+def auto_table(seeds: int, only=None, sampler: str = "NUTS") -> int:
     rows = []
+    path = AUTO_CSV if sampler == "NUTS" else MAMS_AUTO_CSV
     for name, target in selected(auto_targets(), only).items():
-        auto = [ours("auto", target, s) for s in range(seeds)]
-        diag = [ours("diag", target, s) for s in range(seeds)]
+        auto = [ours("auto", target, s, sampler) for s in range(seeds)]
+        diag = [ours("diag", target, s, sampler) for s in range(seeds)]
         a, d = (float(np.median([r["ess_per_1k_grad"] for r in runs])) for runs in (auto, diag))
         chosen = pd.Series([r["chosen"] for r in auto]).value_counts()
         row = {"target": name, "d": target.dim, "auto": a, "diag": d, "ratio": a / d,
@@ -206,8 +211,8 @@ def auto_table(seeds: int, only=None) -> int:
         rows.append(row)
         print(f"{name:<28} auto {a:8.2f}  diag {d:8.2f}  ratio {a / d:5.2f}  chose {row['chosen']}  "
               f"pass {row['auto_passing']}/{seeds} vs {row['diag_passing']}/{seeds}", flush=True)
-    frame = write_rows(rows, AUTO_CSV, only, list(auto_targets()))
-    print(f"-> {AUTO_CSV}; worst ratio {frame['ratio'].min():.2f} ({frame.loc[frame['ratio'].idxmin(), 'target']}), "
+    frame = write_rows(rows, path, only, list(auto_targets()))
+    print(f"-> {path}; worst ratio {frame['ratio'].min():.2f} ({frame.loc[frame['ratio'].idxmin(), 'target']}), "
           f"median {frame['ratio'].median():.2f}")
     return 0
 
@@ -217,6 +222,7 @@ def main(argv=None) -> int:
     parser.add_argument("--flow", action="store_true")
     parser.add_argument("--auto", action="store_true")
     parser.add_argument("--nutpie", action="store_true", help="with --flow: nutpie's flow adaptation beside ours")
+    parser.add_argument("--mams", action="store_true", help="with --auto: MAMS's metrics, not NUTS's (mams_auto.csv)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--nutpie-seeds", type=int, default=3, help="with --nutpie: its runs a target (minutes each)")
     parser.add_argument("--targets", help="comma-separated rows to re-measure (merged into the CSV)")
@@ -227,7 +233,7 @@ def main(argv=None) -> int:
     if args.flow:
         flow_table(args.seeds, args.nutpie, only, args.nutpie_seeds)
     if args.auto:
-        auto_table(args.seeds, only)
+        auto_table(args.seeds, only, "MAMS" if args.mams else "NUTS")
     return 0
 
 

@@ -47,6 +47,8 @@ COMMANDS = [
      "`NUTS(metric=\"flow\")` on curved and hierarchical posteriors beside diag-NUTS and nutpie's flow", "`flow_nuts.csv`"),
     ("python benchmarks/nuts_geometry.py --auto",
      "`metric=\"auto\"` against `\"diag\"`: the measure that decides NUTS's default", "`nuts_auto.csv`"),
+    ("python benchmarks/nuts_geometry.py --auto --mams",
+     "`MAMS(metric=\"auto\")` against `\"diag\"`: the measure that would change MAMS's default", "`mams_auto.csv`"),
     ("python benchmarks/mams_step.py --record",
      "MAMS (its step by dual averaging toward acceptance 0.9, no cap at L) against NUTS's default by the gradients "
      "to b2_max < 0.01", "`mams_vs_nuts.csv`"),
@@ -78,6 +80,12 @@ SECTIONS = {
         "posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no divergences). A default "
         "must pass at least as often as what it replaces: the rows where `diag_passing` exceeds "
         "`auto_passing` are where it does not yet.",
+    ),
+    "mams_auto": (
+        "MAMS's metric: `\"auto\"` against `\"diag\"`",
+        "The same measures as NUTS's table above, for MAMS (whose `\"auto\"` whitens the posterior by the "
+        "first draws' covariance where NUTS's would take the low-rank metric: `dense` in `chosen`). MAMS keeps "
+        "`\"diag\"` while a row has `auto_passing` below `diag_passing` or a ratio below 0.95.",
     ),
     "nuts_vs_nutpie": (
         "NUTS against nutpie, same density",
