@@ -65,6 +65,9 @@ FLOW_GAIN = 0.5
 # phase's step and raised target (``adapted``), under the fit's scales (estimated from every chain's
 # draws: adapting the metric again per chain in a short warmup lost ESS and health)
 EASY_WARMUP = 0.1
+# ... and MAMS's, which tunes its step and then L again in stages (methods/microcanonical.py): a
+# tenth was too short for them (runs failing the standard: nuts_geometry.py --auto --mams)
+EASY_WARMUP_STAGED = 0.4
 # metric="auto" choosing the low-rank metric: its warmup after the first phase (its estimator
 # needs windows of its own, nutpie's low-rank adaptation takes 800 iterations to our diagonal's 400);
 # with 0.3 the step settled after the last metric update too briefly and a chain could sample with
@@ -327,7 +330,8 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         start = {"inv_metric": fit.flow.sigma ** 2}
         if not _diagonal_only(method):
             start = {**adapted(run, same_metric=True), **start}
-        final, warm_x, final_x, t_z = phase(diagonal, iterations(EASY_WARMUP), n_draws, seeds[REFITS + 1], None,
+        easy_warmup = EASY_WARMUP_STAGED if _diagonal_only(method) else EASY_WARMUP
+        final, warm_x, final_x, t_z = phase(diagonal, iterations(easy_warmup), n_draws, seeds[REFITS + 1], None,
                                             start=start)
     else:  # the last phase has what the others left of a budget
         final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None,
