@@ -53,3 +53,37 @@ def test_a_csv_without_provenance_is_refused():
         assert "measured" in str(error) and "bare.csv" in str(error)
     else:
         raise AssertionError("a CSV without measured/machine/command columns was rendered")
+
+
+def test_each_default_metric_agrees_with_the_benchmark_that_decides_it():
+    """NUTS's default ("auto") passes posteriordb's standard at least as often as "diag" and raises
+    nowhere more often, on every row of nuts_auto.csv; MAMS keeps "diag" while a row of
+    mams_auto.csv has "auto" passing less often or below 0.95x its ESS per gradient."""
+    import workbench as wb
+
+    nuts = pd.read_csv(ROOT / "docs" / "benchmarks" / "nuts_auto.csv")
+    assert wb.methods.NUTS().metric == "auto"
+    assert (nuts["auto_passing"] >= nuts["diag_passing"]).all(), nuts.loc[nuts["auto_passing"] < nuts["diag_passing"]]
+    assert (nuts["auto_raised"] <= nuts["diag_raised"]).all()
+    mams = pd.read_csv(ROOT / "docs" / "benchmarks" / "mams_auto.csv")
+    auto_earned = bool(((mams["auto_passing"] >= mams["diag_passing"]) & (mams["ratio"] >= 0.95)).all())
+    assert wb.methods.MAMS().metric == ("auto" if auto_earned else "diag")
+
+
+def test_the_flow_benchmark_keeps_nutpies_rows_when_it_does_not_run_nutpie(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        geometry = _load(ROOT / "benchmarks" / "nuts_geometry.py")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(sys, "argv", ["benchmarks/nuts_geometry.py", "--flow"])
+    path = tmp_path / "flow.csv"
+    old = pd.DataFrame({"target": ["banana", "banana", "funnel"], "sampler": ["flow", "nutpie flow", "flow"],
+                        "ess": [1.0, 2.0, 3.0]})
+    geometry.stamp(old).to_csv(path, index=False)
+    new = [{"target": "banana", "sampler": "flow", "ess": 5.0}]
+    frame = geometry.write_rows(new, path, None, ["banana", "funnel"],
+                                keep=lambda rows: rows["sampler"].str.startswith("nutpie"))
+    # ours re-measured, nutpie's kept and listed after ours, the other target's rows dropped (not re-run)
+    assert list(zip(frame["target"], frame["sampler"], frame["ess"])) == [("banana", "flow", 5.0),
+                                                                           ("banana", "nutpie flow", 2.0)]

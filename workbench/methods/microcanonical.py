@@ -294,9 +294,9 @@ class MAMS(_Microcanonical):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
         if half:
-            # stage 1: L follows the step while the step adapts, L / eps = 3 (BlackJAX starts at 5;
-            # 2 and 5 did no better by benchmarks/mams_step.py);
-            # its second half collects the draws and gradients of the preconditioner
+            # stage 1: L follows the step while the step adapts, L / eps = 3, the 3 of eps's start above
+            # (BlackJAX starts at 5; 2 and 5 there did no better by benchmarks/mams_step.py); its second
+            # half collects the draws and gradients of the preconditioner
             restart(eps)
             quarter = max(half // 2, 1)
             ratio = 0.0 if self.L is not None else big_l / eps

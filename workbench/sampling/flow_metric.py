@@ -323,7 +323,9 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     # where the phases on the flow diverged, the last one halves its step where it must (WALNUTS,
     # Bou-Rabee et al. 2025): a fit is least exact where the draws it learnt from are fewest (a
     # funnel's neck), and a step size small enough for the whole run there costs more than halving
-    halving = bool(not easy and flow_divergences > 0 and fit.better_than_diagonal and hasattr(method, "walnuts"))
+    asked = getattr(method, "walnuts", False)  # the user's walnuts=True (NUTS): every phase halves already
+    halving = bool(not easy and flow_divergences > 0 and fit.better_than_diagonal and hasattr(method, "walnuts")
+                   and not asked)
     if easy:  # the chains go on with the diagonal metric of the fit (draws and gradients of every
         # chain), as the scaling of a flow with no layers; warmup adapts the step size only
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
@@ -345,7 +347,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
             f"flow: {len(fit.flow.layers)} layer(s), {fit.flow.n_params()} coefficients, fitted on {fit.draws} draws and "
             f"their gradients; held-out Fisher divergence {fit.diagonal_loss:.3g} with the diagonal metric, "
             f"{fit.flow_loss:.3g} with the flow ({training:.1f} s of training)")
-        if halving and not getattr(method, "walnuts", False):
+        if halving:
             messages.append(
                 f"flow: {flow_divergences} of the {REFITS} warmup phases on the flow diverged (a step too long where the "
                 "flow does not fit the posterior): the draws were taken with WALNUTS's step halving (walnuts=True)")
@@ -372,7 +374,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
                  "fits": [{"draws": f.draws, "diagonal_loss": f.diagonal_loss, "flow_loss": f.flow_loss,
                            "layers": len(f.flow.layers)} for f in fits],
                  "used": used, "warmup_grad_evals": warmup_spent,
-                 "walnuts": bool(used and (halving or getattr(method, "walnuts", False)))}
+                 "walnuts": bool(used and (halving or asked))}
     return _phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
                           flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
 

@@ -210,3 +210,21 @@ def test_a_phase_diverged_in_its_draws_or_in_its_warmup():
     res.stats["diverging"][:] = 0.0
     res.info["target_accept_raised_to"] = [0.8, 0.95]
     assert diverged(res)
+
+
+@pytest.mark.parametrize(("method", "share"), [("NUTS", "EASY_WARMUP"), ("MAMS", "EASY_WARMUP_STAGED")])
+def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
+    from workbench.running.phases import Phases
+    from workbench.sampling import flow_metric
+
+    warmups, original = [], Phases.run
+
+    def run(self, target, seed, grad_evals, **settings):
+        warmups.append(settings.get("warmup"))
+        return original(self, target, seed, grad_evals, **settings)
+
+    monkeypatch.setattr(Phases, "run", run)
+    sampler = getattr(wb.methods, method)(metric="auto", warmup=500, draws=100, progress=False)
+    res = sampler.run(wb.targets.gaussian(dim=5), seed=0)
+    assert res.info["metric_chosen"] == "diag" and len(warmups) == 2
+    assert warmups[-1] == int(getattr(flow_metric, share) * 500)
