@@ -22,11 +22,13 @@ MIN_PHASE_GRAD_EVALS = 100
 
 class Phases:
     """The phases of a run of ``method`` under ``budget``: the gradients they and the work
-    between them spent (``spent``), and their compile time (``compile_seconds``)."""
+    between them spent (``spent``), their compile time (``compile_seconds``), and the draws the
+    last phase keeps (``draws``: the budget's, else the method's)."""
 
     def __init__(self, method, budget: Budget):
         self.method = method
         self.budget = budget
+        self.draws = budget.draws if budget.draws is not None else method.draws
         self.spent = 0
         self.compile_seconds = 0.0
 

@@ -220,16 +220,16 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         return max(20, int(share * w))
 
     started = time.perf_counter()
-    phases = Phases(method, budget)
-    if budget.grad_evals is not None and budget.grad_evals < min_flow_budget(method):
-        return _diagonal_run(method, target, seed, budget, started, phases)
+    too_small = budget.grad_evals is not None and budget.grad_evals < min_flow_budget(method)
+    # chains start apart where the posterior has several peaks (peaks.py), the search paid
+    # from the whole run's budget, not the first phase's share of it
+    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None and not too_small else None
+    phases = Phases(method, budget)  # from here on, the phases hold the budget
+    if too_small:
+        return _diagonal_run(method, target, seed, started, phases)
     training = 0.0
     fits: list[FlowFit] = []
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
-
-    # chains start apart where the posterior has several peaks (peaks.py), the search paid
-    # from the whole run's budget, not the first phase's share of it
-    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None else None
     init = method.init
     if several_peaks(search):
         rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 0x57A7]).spawn(method.chains)]
@@ -297,13 +297,13 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         return _stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
-        return _diagonal_run(method, target, seed, budget, started, phases, first_draws=len(x_all), notes=notes,
+        return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all), notes=notes,
                              warm=warm)
     fit = refit()
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
     if choice == "low_rank":
-        return _low_rank_run(method, target, seed, budget, seeds[REFITS + 1], last_x, fit, phases, training, started,
+        return _low_rank_run(method, target, seed, seeds[REFITS + 1], last_x, fit, phases, training, started,
                              iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
     flow_divergences = 0  # the phases on a flow that diverged (in their draws, or raising their target)
     if not easy:
@@ -319,7 +319,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
             learn(draws_x)
             fit = refit()
     spent_before_last = phases.spent
-    n_draws = budget.draws if budget.draws is not None else method.draws
+    n_draws = phases.draws
     # where the phases on the flow diverged, the last one halves its step where it must (WALNUTS,
     # Bou-Rabee et al. 2025): a fit is least exact where the draws it learnt from are fewest (a
     # funnel's neck), and a step size small enough for the whole run there costs more than halving
@@ -438,14 +438,14 @@ def adapted(run: Result, same_metric: bool = False) -> dict:
     return out
 
 
-def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, phases: Phases, training, started,
+def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, training, started,
                   warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray, start: dict | None = None) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
     draws, its own warmup after the first phase's, starting from the first phase's diagonal metric
     and step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
     preconditioner is diagonal) samples the posterior whitened by the covariance of the first
     phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
-    n_draws = budget.draws if budget.draws is not None else method.draws
+    n_draws = phases.draws
     spent_before = phases.spent
     if not _diagonal_only(method):
         final = phases.run(target, run_seed, phases.rest(), metric="low_rank", warmup=warmup, init=last_x,
@@ -469,12 +469,12 @@ def _low_rank_run(method, target, seed, budget, run_seed, last_x, fit, phases: P
                           flow_info, chosen)
 
 
-def _diagonal_run(method, target, seed, budget, started, phases: Phases, first_draws: int | None = None,
+def _diagonal_run(method, target, seed, started, phases: Phases, first_draws: int | None = None,
                   notes: PhaseNotes | None = None, warm: list | None = None) -> Result:
     """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
     than ``MIN_FIT_DRAWS`` draws (counted in ``phases``): the sampler with the diagonal metric on
     what is left, saying why."""
-    n_draws = budget.draws if budget.draws is not None else method.draws
+    n_draws = phases.draws
     spent_before = phases.spent
     init = method.init
     if warm:  # after a first phase: from where its chains are (a Pathfinder start is not paid twice)
@@ -483,7 +483,7 @@ def _diagonal_run(method, target, seed, budget, started, phases: Phases, first_d
     flow_info = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
                  "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
     if first_draws is None:
-        message = (f"flow: a budget of {budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
+        message = (f"flow: a budget of {phases.budget.grad_evals:,} gradients is too small to fit a transform (the draws its "
                    f"fits learn from cost {learned_draws(method):,}, at most {LEARN_SHARE:.0%} of it: give "
                    f"grad_budget >= {min_flow_budget(method):,}): sampled with the diagonal metric")
     else:
