@@ -39,12 +39,11 @@ from ..mcmc.affine import affine_target, dense_factor
 from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
-from ..running.clock import PhasedClock
-from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks, unvisited_message
+from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks
 from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target
-from .chain_sampler import deferred_chain_health
+from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
 
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
@@ -149,45 +148,9 @@ def min_flow_budget(method) -> int:
     return int(math.ceil(learned_draws(method) / LEARN_SHARE))
 
 
-class PhaseNotes:
-    """What a phased run's report carries from the phases before the last (whose own messages and
-    info it keeps): the first phase's start (``init="pathfinder"``: its message and gradients) and
-    any phase's faults of the density (NaN densities, metric estimates that failed)."""
-
-    FAULTS = ("NaN density", "density raised")
-
-    def __init__(self):
-        self.first: list[str] = []
-        self.info: dict = {}
-        self.faults: list[str] = []
-        self.peaks = None  # the mode search the chains started from (peaks.py)
-
-    @classmethod
-    def of_first(cls, run: Result) -> PhaseNotes:
-        notes = cls()
-        notes.first = [m for m in run.messages if m.startswith("started from")]
-        if "pathfinder_grad_evals" in run.info:
-            notes.info["pathfinder_grad_evals"] = run.info["pathfinder_grad_evals"]
-        notes.add(run, "warmup phase 1")
-        return notes
-
-    def add(self, run: Result, phase: str) -> None:
-        self.faults.extend(f"{phase}: {m}" for m in run.messages
-                           if m.startswith(self.FAULTS) or "metric estimates were not finite" in m)
-
-
 def _forward(flow, draws: np.ndarray) -> np.ndarray:
     """Draws (chains, n, d) in z mapped to x (an empty phase stays empty)."""
     return draws if draws.shape[1] == 0 else flow.forward(draws)
-
-
-def _joined(parts) -> np.ndarray | None:
-    """Phases' draws (chains, n_i, d) one after another; None when there are none, or when a
-    phase cut to Ctrl-C kept fewer chains than the others."""
-    parts = [p for p in parts if p is not None]
-    if not parts or len({p.shape[0] for p in parts}) > 1:
-        return None
-    return np.concatenate(parts, axis=1)
 
 
 def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -294,7 +257,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
 
     if run.interrupted:
-        return _stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
+        return stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
         return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all), notes=notes,
@@ -315,7 +278,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
             notes.add(res, f"warmup phase {k + 2}")
             warm.extend([warm_x, draws_x])
             if res.interrupted:
-                return _stopped(method, target, seed, res, warm, phases, started, f"warmup phase {k + 2}")
+                return stopped(method, target, seed, res, warm, phases, started, f"warmup phase {k + 2}")
             learn(draws_x)
             fit = refit()
     spent_before_last = phases.spent
@@ -375,67 +338,8 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
                            "layers": len(f.flow.layers)} for f in fits],
                  "used": used, "warmup_grad_evals": warmup_spent,
                  "walnuts": bool(used and (halving or asked))}
-    return _phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
+    return phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
                           flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
-
-
-def _phased_result(method, target, seed, final: Result, draws, started, phases: Phases, warmup_grad_evals,
-                   notes: PhaseNotes, messages, warm, flow_info, chosen, extra=None) -> Result:
-    """The run's :class:`Result`: the last phase's draws (in x) and stats, every phase's gradients,
-    warmup draws and faults, what was chosen and why (``messages``, ``info["flow"]``)."""
-    # "metric" is the setting asked for, as a plain run reports it ("auto" or "flow"; the last
-    # phase's own kernel metric is an implementation detail: "identity" with the fit's scales);
-    # "metric_chosen" is what the warmup chose
-    info = {**notes.info, **final.info, "metric": method.metric, "flow": flow_info, "metric_chosen": chosen,
-            **(extra or {})}
-    # the first phase's start message is already in ``notes.first``
-    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
-    result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, phases.compile_seconds),
-                           grad_evals=phases.spent, warmup_grad_evals=warmup_grad_evals, stats=final.stats,
-                           messages=[*notes.first, *messages, *notes.faults, *final_messages,
-                                     *unvisited_message(notes.peaks, draws)], info=info,
-                           warmup_draws=_joined(warm), interrupted=final.interrupted)
-    result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None), target.identified))
-    return result
-
-
-def _stopped(method, target, seed, run, warm, phases: Phases, started, phase: str) -> Result:
-    """Ctrl-C in a phase before the last: no draws (the chains had not finished warming up), the
-    warmup's draws so far (when every phase kept every chain), every gradient counted."""
-    return method.result(target, seed, np.zeros((method.chains, 0, target.dim)),
-                         PhasedClock(time.perf_counter() - started, phases.compile_seconds),
-                         grad_evals=phases.spent, warmup_grad_evals=phases.spent, interrupted=True,
-                         warmup_draws=_joined(warm),
-                         messages=[f"interrupted in {phase} of the warmup ({phases.spent:,} gradients): no draws kept",
-                                   *[m for m in run.messages if not m.startswith("interrupted")]])
-
-
-def diverged(run: Result) -> bool:
-    """Whether a phase diverged: in its draws, or in its warmup (a raised target acceptance)."""
-    return bool(np.any(run.stats.get("diverging", 0)) or run.info.get("target_accept_raised_to"))
-
-
-def adapted(run: Result, same_metric: bool = False) -> dict:
-    """What a phase's warmup adapted, for the next phase to start from where the chains are: the
-    diagonal metric each chain ended with and their median step size (a phase started from the
-    identity metric and a fresh step-size search sent its first proposals far out: on a regression
-    whose coefficients' scales span orders of magnitude, to where the density underflowed). With
-    ``same_metric`` (the next phase samples with the same diagonal metric), the target acceptance
-    its divergences raised too (``NUTS(adapt_target=True)``): a short last warmup has no time to
-    learn it again (non-centred eight schools: 18 of 20 seeds pass posteriordb's standard with it,
-    8 of 20 without). Under another metric the divergences of the diagonal one do not carry over
-    (the diabetes regression's low-rank phase lost half its ESS per gradient at the raised target)."""
-    out = {}
-    inv_mass = run.info.get("inv_mass")
-    if inv_mass is not None and np.all(np.isfinite(inv_mass)) and np.all(np.asarray(inv_mass) > 0):
-        out["inv_metric"] = np.asarray(inv_mass, dtype=float)
-    steps = [s for s in run.info.get("step_size", []) if math.isfinite(s) and s > 0]
-    if steps:
-        out["step_size"] = float(np.median(steps))
-    raised = run.info.get("target_accept_raised_to") if same_metric else None
-    if raised:
-        out["target_accept"] = float(max(raised))
-    return out
 
 
 def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, training, started,
@@ -464,7 +368,7 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
                  "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
     message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
                f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
-    return _phased_result(method, target, seed, final, draws, started, phases,
+    return phased_result(method, target, seed, final, draws, started, phases,
                           spent_before + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
                           flow_info, chosen)
 
@@ -490,6 +394,6 @@ def _diagonal_run(method, target, seed, started, phases: Phases, first_draws: in
         message = (f"flow: the first warmup phase ({spent_before:,} gradients) gave {first_draws} draws, fewer than the "
                    f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
                    "grad_budget for a flow)")
-    return _phased_result(method, target, seed, final, final.draws, started, phases,
+    return phased_result(method, target, seed, final, final.draws, started, phases,
                           spent_before + final.cost.warmup_grad_evals, notes or PhaseNotes(), [message],
                           [*(warm or []), final.warmup_draws], flow_info, "diag")

@@ -199,19 +199,6 @@ def test_the_draws_halve_their_step_only_where_the_phases_on_the_flow_diverged(m
     assert any("WALNUTS's step halving" in m for m in res.messages) == diverging
 
 
-def test_a_phase_diverged_in_its_draws_or_in_its_warmup():
-    from workbench.sampling.flow_metric import diverged
-
-    t = wb.targets.gaussian(dim=2)
-    res = wb.methods.NUTS(metric="diag", warmup=100, draws=50, progress=False).run(t, seed=0)
-    assert not diverged(res)
-    res.stats["diverging"][1, 3] = 1.0
-    assert diverged(res)
-    res.stats["diverging"][:] = 0.0
-    res.info["target_accept_raised_to"] = [0.8, 0.95]
-    assert diverged(res)
-
-
 @pytest.mark.parametrize(("method", "share"), [("NUTS", "EASY_WARMUP"), ("MAMS", "EASY_WARMUP_STAGED")])
 def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
     from workbench.running.phases import Phases
@@ -228,3 +215,4 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
     res = sampler.run(wb.targets.gaussian(dim=5), seed=0)
     assert res.info["metric_chosen"] == "diag" and len(warmups) == 2
     assert warmups[-1] == int(getattr(flow_metric, share) * 500)
+
