@@ -46,11 +46,18 @@ window.addEventListener('load', () => {
   // a column the page's text names must show without scrolling its table's box sideways
   const prose = Array.from(document.querySelectorAll('p, li')).filter((el) => !el.closest('table'))
     .map((el) => el.textContent.toLowerCase()).join(' ');
+  // named as a whole word: "seed" is not named by "seeds"
+  const wordChar = (c) => /[a-z0-9_]/.test(c || ' ');
+  const named = (text, name) => {
+    for (let i = text.indexOf(name); i >= 0; i = text.indexOf(name, i + 1))
+      if (!wordChar(text[i - 1]) && !wordChar(text[i + name.length])) return true;
+    return false;
+  };
   document.querySelectorAll('.scroll').forEach((box) => {
     const edge = box.getBoundingClientRect().right;
     box.querySelectorAll('th').forEach((th) => {
       const name = th.textContent.trim().toLowerCase();
-      if (name.length >= 4 && th.getBoundingClientRect().right > edge + 1 && prose.includes(name))
+      if (name.length >= 4 && th.getBoundingClientRect().right > edge + 1 && named(prose, name))
         bad.push(`column "${name}", which the text refers to, is hidden until its table is scrolled sideways`);
     });
   });
