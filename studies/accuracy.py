@@ -234,13 +234,15 @@ def report(run, folder) -> Page:
                 figures.append(Figure(f, f"{label}, NUTS at {int(top):,} gradients: ArviZ {kind}."))
     if "health" not in table:
         table = table.assign(health="")
-    cols = ["target", "method", "seed", "grad_budget", "grad_evals", "n_draws", "mean_err_max", "sd_err_max",
-            "w1_mean", "sliced_w1", "log_z_err", "wall_seconds", "health", "truth"]
+    # what the verdicts rest on first: a run's health and the truth it is scored against
+    cols = ["target", "method", "seed", "grad_budget", "health", "truth", "mean_err_max", "sd_err_max", "w1_mean",
+            "sliced_w1", "log_z_err", "grad_evals", "n_draws", "wall_seconds"]
     groups = table[table["status"] == "ok"].groupby(["target", "method", "grad_budget"], dropna=False, sort=False)
     summary = groups[["grad_evals", "mean_err_max", "sd_err_max", "w1_mean", "sliced_w1", "log_z_err", "wall_seconds"]].median()
     summary["health"] = groups["health"].agg(_health_summary)
     summary["truth"] = groups["truth"].first()
-    summary = summary.reset_index()
+    summary = summary.reset_index()[["target", "method", "grad_budget", "health", "truth", "mean_err_max", "sd_err_max",
+                                     "w1_mean", "sliced_w1", "log_z_err", "grad_evals", "wall_seconds"]]
     return Page(
         headline=verdict_headline(table),
         finding=_finding(table),

@@ -74,6 +74,10 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+REFERENCE_COLUMNS = ("target", "passes", "form", "shipped", "runs", "divergences", "r_hat_max", "ess_bulk_min",
+                     "ess_tail_min", "bfmi_min", "cross_check_worst", "cross_check_mcse")
+
+
 def _table_html(frame: pd.DataFrame) -> str:
     """A table in a horizontally scrolling box (wide tables do not run off the page)."""
     table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
@@ -207,7 +211,12 @@ def render_study(run, page: Page) -> Path:
         ref = pd.DataFrame([{"target": t, **{k: v for k, v in info.items()
                                              if k not in ("method", "why_not", "cross_check_method", "remedy")}}
                             for t, info in run.references.items()])
-        parts.append(_table_html(ref))
+        # the columns the text above names first, then the diagnostics behind "passes"; a shipped
+        # reference by its file (its digest keys the cache, and says nothing to a reader)
+        if "shipped" in ref:
+            ref["shipped"] = ref["shipped"].fillna("").astype(str).str.split("#").str[0]
+        first = [c for c in REFERENCE_COLUMNS if c in ref]
+        parts.append(_table_html(ref[first + [c for c in ref if c not in first]]))
     parts.append("<h2>Settings</h2>" + _table_html(grid_summary(run)))
     parts.append(
         "<h2>Provenance</h2><p>"

@@ -46,6 +46,12 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
     assert not info["passes"] and info["runs"] == 1
     assert (failing.table["truth"] == "reference (long NUTS) FAILS its checks").all()
     assert "has no trustworthy reference" in page.read_text()
+    # its table leads with the columns the text above it names, the diagnostics behind them after
+    import re
+
+    text = page.read_text()
+    heads = re.findall(r"<th>(.*?)</th>", text[text.index("<h2>Reference posteriors</h2>"):text.index("<h2>Settings</h2>")])
+    assert heads[:2] == ["target", "passes"] and heads.index("runs") < heads.index("r_hat_max") < heads.index("bfmi_min")
     # the quick grid runs it once, says it fails, and keeps it apart from the full grid's
     quick, page = run_and_report(study(None), quick=True, executor="serial", out=tmp_path, progress=False)
     (info,) = quick.references.values()
