@@ -60,6 +60,10 @@ class Budget:
                 raise ValueError(f"Budget.{name} (grad_budget for grad_evals) must be a positive integer or None, got {v!r}")
             object.__setattr__(self, name, int(v))
 
+    def draws_or(self, default: int) -> int:
+        """The draws a sampler keeps: the budget's, else ``default`` (the method's own)."""
+        return self.draws if self.draws is not None else default
+
 
 @dataclass
 class Cost:

@@ -118,3 +118,11 @@ def test_a_samplers_health_check_waits_until_its_messages_or_info_are_read(monke
     # a short run of a banana says what is wrong with it, as before
     bad = wb.methods.NUTS(chains=2, warmup=50, draws=20, progress=False).run(wb.targets.banana(), seed=0)
     assert any(m.startswith(("R-hat", "low ESS")) for m in bad.messages)
+
+
+def test_a_budgets_draws_override_the_methods_own():
+    from workbench.result import Budget
+
+    assert Budget(draws=7).draws_or(1000) == 7
+    assert Budget().draws_or(1000) == 1000
+    assert Budget(grad_evals=50).draws_or(3) == 3

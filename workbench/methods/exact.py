@@ -42,7 +42,7 @@ class Exact(Method):
                 f"Exact needs an exact sampler, and target {target.name!r} has none"
                 + (" (its truth comes from reference draws)" if target.truth is not None else "")
             )
-        n = budget.draws if budget.draws is not None else self.draws
+        n = budget.draws_or(self.draws)
         clock = RunClock()
         draws = np.stack([target.truth.sample(n, rng) for rng in chain_rngs(seed, self.chains)])
         clock.stop()

@@ -92,7 +92,7 @@ class IndependenceMH(Method):
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """Every proposal is drawn up front, and every iteration's draw is kept, then copied."""
-        n_total = self.warmup + (budget.draws if budget.draws is not None else self.draws) + 1
+        n_total = self.warmup + budget.draws_or(self.draws) + 1
         return {"proposals": 8 * self.chains * n_total * (target.dim + 1),
                 "chain draws": 8 * 2 * self.chains * n_total * target.dim}
 

@@ -365,9 +365,8 @@ def _dense_run(method: MAMS, target: Target, seed: int, budget: Budget) -> Resul
                          "give a larger budget or metric='diag'")
     mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))
     z0 = np.linalg.solve(chol, (r1.draws[:, -1] - mean).T).T
-    n_draws = budget.draws if budget.draws is not None else method.draws
     r2 = phases.run(affine_target(target, mean, chol), seeds[1], phases.rest(), metric="diag",
-                    warmup=max(method.warmup - first_warmup, 20), draws=n_draws, init=z0)
+                    warmup=max(method.warmup - first_warmup, 20), draws=phases.draws, init=z0)
     draws = mean + r2.draws @ chol.T
     info = dict(r2.info)
     info["dense"] = {"mean": mean, "chol": chol, "first_grad_evals": r1.cost.grad_evals,

@@ -174,7 +174,7 @@ class Method:
         """The run's large arrays, name -> bytes (checked against the memory available before
         the run starts); the base class knows of the draws only."""
         chains = getattr(self, "chains", 1)
-        draws = budget.draws if budget.draws is not None else getattr(self, "draws", 0)
+        draws = budget.draws_or(getattr(self, "draws", 0))
         return {"draws": 8 * chains * draws * target.dim}
 
     def result(

@@ -28,7 +28,7 @@ class Phases:
     def __init__(self, method, budget: Budget):
         self.method = method
         self.budget = budget
-        self.draws = budget.draws if budget.draws is not None else method.draws
+        self.draws = budget.draws_or(method.draws)
         self.spent = 0
         self.compile_seconds = 0.0
 

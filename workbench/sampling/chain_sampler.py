@@ -273,7 +273,7 @@ def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budg
     return Chains(
         method=method, target=target, seed=seed, budget=budget, clock=clock,
         kernel=clock.compile(kernel, target), rngs=rngs, x0=x0,
-        n_warmup=method.warmup, n_draws=budget.draws if budget.draws is not None else method.draws,
+        n_warmup=method.warmup, n_draws=budget.draws_or(method.draws),
     )
 
 
@@ -327,7 +327,7 @@ class ChainSampler(Method):
 
     def memory_needs(self, target: Target, budget: Budget) -> dict:
         """Every iteration's draw (warmup included) of every chain, then the kept copies."""
-        draws = budget.draws if budget.draws is not None else self.draws
+        draws = budget.draws_or(self.draws)
         return {"chain draws": 8 * self.chains * (self.warmup + draws) * target.dim,
                 "kept draws": 8 * self.chains * (self.warmup + draws) * target.dim}
 

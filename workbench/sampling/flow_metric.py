@@ -18,7 +18,7 @@ outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
    step where it must (WALNUTS, ``walnuts=True``): the fit is least exact where its draws are
    fewest, as in a funnel's neck.
 
-The phases share ``warmup`` iterations (``PHASE_WARMUP``). Every gradient of every phase is
+The phases share ``warmup`` iterations (``FIRST_PHASE``, ``REFIT_PHASE``, ``LAST_WARMUP``). Every gradient of every phase is
 counted (one gradient of the transformed density is one of the target's), and so are the
 gradients at the draws the fits use (the sampler does not keep them). Fitting is wall time,
 reported apart (``info["flow"]["training_seconds"]``). If a fit's held-out Fisher divergence is
@@ -339,7 +339,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
                  "used": used, "warmup_grad_evals": warmup_spent,
                  "walnuts": bool(used and (halving or asked))}
     return phased_result(method, target, seed, final, final_x, started, phases, warmup_spent, notes, messages, warm,
-                          flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
+                         flow_info, "flow" if used else "diag", {"flow_object": fit.flow} if t_z is not None else {})
 
 
 def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, training, started,
@@ -369,8 +369,8 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
     message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
                f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
     return phased_result(method, target, seed, final, draws, started, phases,
-                          spent_before + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
-                          flow_info, chosen)
+                         spent_before + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
+                         flow_info, chosen)
 
 
 def _diagonal_run(method, target, seed, started, phases: Phases, first_draws: int | None = None,
@@ -395,5 +395,5 @@ def _diagonal_run(method, target, seed, started, phases: Phases, first_draws: in
                    f"{MIN_FIT_DRAWS} a transform is fitted on: sampled with the diagonal metric (give a larger "
                    "grad_budget for a flow)")
     return phased_result(method, target, seed, final, final.draws, started, phases,
-                          spent_before + final.cost.warmup_grad_evals, notes or PhaseNotes(), [message],
-                          [*(warm or []), final.warmup_draws], flow_info, "diag")
+                         spent_before + final.cost.warmup_grad_evals, notes or PhaseNotes(), [message],
+                         [*(warm or []), final.warmup_draws], flow_info, "diag")
