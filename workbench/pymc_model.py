@@ -17,6 +17,7 @@ deterministics), shaped as the model declares them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import time
 import warnings
@@ -25,6 +26,7 @@ import weakref
 import numpy as np
 
 from .errors import TargetError
+from .pymc_reparam import noncentrable, noncentred, value_map
 
 INSTALL_HINT = 'PyMC models need the optional extra: pip install "workbench[pymc]" (PyMC >= 6)'
 
@@ -220,7 +222,7 @@ class Constrainer:
 
 
 def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
-              target_class=None, observed_as_data: bool = False):
+              target_class=None, observed_as_data: bool = False, noncentre=None):
     """A :class:`~workbench.Target` from a PyMC model (see the module docstring).
 
     Parameters
@@ -245,6 +247,13 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     ``data`` tuple and never a new compile, and the target carries its ``generative`` form:
     PyMC's own forward sampler, compiled once, and the observed variables' log-likelihood
     (what ``wb.calibrate`` needs; :func:`pymc_generative`).
+
+    ``noncentre`` says how the model's hierarchies are sampled (``workbench/pymc_reparam.py``):
+    by default (``None``) the target is the model as written, and where it has ``Normal``
+    variables whose scale is another free variable, their non-centred form is the target's
+    ``reparametrization``, for ``NUTS(metric="auto")`` and references to choose; ``True``
+    samples every such variable non-centred (a list of names, those), ``False`` neither
+    samples nor offers it.
     """
     pm, pytensor = _import_pymc()
     import pytensor.tensor as pt
@@ -254,6 +263,10 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     if target_class is None:
         raise TypeError("from_pymc builds its Target through Target.from_pymc(model); call that")
     _check_model(model, pm)
+    offered = _noncentring(model, noncentre)
+    if noncentre is not None and noncentre is not False:
+        model = noncentred(model, offered)  # the target is the rewritten form, offering no other
+        offered = []
     start = time.perf_counter()
     observed = observed_inputs(model) if observed_as_data else {}
     point = model.initial_point()
@@ -264,7 +277,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     grad = pt.concatenate([pt.flatten(g) for g in pt.grad(logp, value_vars)])
     [logp_x, grad_x], joined = join_nonshared_inputs(point, [logp, grad], value_vars)
     # compiled once per model: the same graph with the same data gives back the same target
-    key = (graph_digest(logp_x), _shared_digest(logp_x), observed_as_data)
+    key = (graph_digest(logp_x), _shared_digest(logp_x), observed_as_data, tuple(offered))
     built = _COMPILED.setdefault(model, {})
     if key in built:
         target = built[key]
@@ -326,6 +339,8 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     )
     if observed_as_data:
         target = target.replace(generative=pymc_generative(model, target, observed, shared))
+    if offered and not observed_as_data:
+        target = target.replace(reparametrization=_noncentred_form(model, target, offered, target_class))
     info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
     if check_gradient:
         from .gradient_check import verify_gradient
@@ -333,6 +348,33 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
         verify_gradient(target)
     built[key] = target
     return target
+
+
+def _noncentring(model, noncentre) -> list:
+    """The variables to sample (or offer) non-centred, by ``from_pymc``'s ``noncentre``."""
+    if noncentre is None or noncentre is True:
+        return noncentrable(model)
+    if noncentre is False:
+        return []
+    if isinstance(noncentre, str) or not all(isinstance(n, str) for n in noncentre):
+        raise TargetError(f"noncentre must be None, True, False or a list of variable names; got {noncentre!r}")
+    return list(noncentre)
+
+
+def _noncentred_form(model, target, names: list, target_class):
+    """The non-centred form of ``names`` as a ``Reparametrization`` of ``target``: compiled when
+    first built, its maps when first called (a model whose form is never used pays nothing)."""
+    from .target_forms import Reparametrization
+
+    form_model = noncentred(model, names)
+
+    @functools.cache
+    def build():
+        return from_pymc(form_model, f"{target.name} (non-centred)", check_gradient=False,
+                         target_class=target_class, noncentre=False)
+
+    return Reparametrization(f"non-centred: {', '.join(names)}", build, to_target=value_map(build, model),
+                             from_target=value_map(target, form_model))
 
 
 # ----------------------------------------------------------------------------- simulation

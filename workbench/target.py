@@ -401,18 +401,22 @@ class Target:
 
     @classmethod
     def from_pymc(cls, model, name: str | None = None, *, check_gradient: bool = True, description: str = "",
-                  observed_as_data: bool = False) -> Target:
+                  observed_as_data: bool = False, noncentre=None) -> Target:
         """A target from a PyMC model: its joint log density and gradient on PyTensor's
         unconstrained space, compiled by PyTensor's Numba backend (the optional extra,
         ``pip install "workbench[pymc]"``). ``target.constrain(draws)`` and
         ``result.to_arviz(target)`` give the model's own variables. ``observed_as_data``: the
         observed values are part of ``data`` and the target can simulate new ones
-        (``generative``, for ``wb.calibrate``). See :func:`workbench.pymc_model.from_pymc`.
+        (``generative``, for ``wb.calibrate``). ``noncentre``: whether the model's hierarchies
+        (``Normal`` variables whose scale is another free variable) are sampled non-centred
+        (``True``, or a list of names), offered as the target's ``reparametrization`` for
+        ``NUTS(metric="auto")`` to choose (``None``, the default), or neither (``False``).
+        See :func:`workbench.pymc_model.from_pymc`.
         """
         from .pymc_model import from_pymc
 
         return from_pymc(model, name, check_gradient=check_gradient, description=description, target_class=cls,
-                         observed_as_data=observed_as_data)
+                         observed_as_data=observed_as_data, noncentre=noncentre)
 
     @classmethod
     def from_logp(

@@ -19,12 +19,15 @@ class Reparametrization:
     would by hand.
 
     ``name`` says what the form is; ``build()`` returns it as a ``Target``; ``to_target(draws)``
-    maps (..., d') draws of it to (..., d) draws of the target.
+    maps (..., d') draws of it to (..., d) draws of the target; ``from_target``, optional, is the
+    inverse map. With it, ``NUTS(metric="auto")`` can weigh the form against the target's own
+    on its first draws, and sample the one that fits a Gaussian better.
     """
 
     name: str
     build: Callable[[], Any]
     to_target: Callable[[np.ndarray], np.ndarray]
+    from_target: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass(frozen=True)

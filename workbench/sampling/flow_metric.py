@@ -28,6 +28,7 @@ the chains are.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -36,7 +37,7 @@ import warnings
 import numpy as np
 
 from ..mcmc.affine import affine_target, dense_factor
-from ..mcmc.flow import Flow, flow_density, gradients_at, pack_with_target
+from ..mcmc.flow import Flow, flow_density, gradients, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks
@@ -44,6 +45,7 @@ from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target
 from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
+from .reparametrized import on_target, rest_of_budget, weigh_form
 
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
@@ -113,14 +115,6 @@ def flow_target(target: Target, flow) -> Target:
                   data=pack_with_target(flow, f_own, i_own), param_names=tuple(f"z[{i}]" for i in range(target.dim)),
                   spec={"factory": "custom", "flow_of": dict(target.spec)},
                   description=f"{target.name} under a learned normalizing flow")
-
-
-def gradients(target: Target, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log p, grad log p) at each row of ``points``, compiled (one gradient each)."""
-    points = np.ascontiguousarray(points, dtype=float)
-    logps, grads = np.empty(len(points)), np.empty_like(points)
-    gradients_at.for_target(target)(target.kernel_logp_grad, target.kernel_data, points, logps, grads)
-    return logps, grads
 
 
 # under a gradient budget, the gradients at the draws the fits learn from may take at most this
@@ -263,6 +257,13 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all), notes=notes,
                              warm=warm)
     fit = refit()
+    if method.metric == "auto":  # another form of the target (a non-centred hierarchy) may fit better
+        form = weigh_form(target, fit, run.draws, phases, fit_rng)
+        if form is not None:
+            form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
+            on_form = _run_phases(dataclasses.replace(method, init=form.draws[:, -1]), form.form, form_seed,
+                                  rest_of_budget(budget, phases))
+            return on_target(method, target, seed, on_form, form, phases, started, notes, warm)
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
     if choice == "low_rank":
