@@ -328,7 +328,9 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
                                     _coordinate_labels(model)),
         initial_point=x0,
         spec={"factory": "from_pymc", "model": target_name, "dim": dim,
-              "variables": [v.name for v in value_vars], "graph": key[0]},
+              "variables": [v.name for v in value_vars], "graph": key[0],
+              # NUTS(metric="auto") may sample the offered form: a run's cache key must see it
+              **({"offers_noncentred": list(offered)} if offered and not observed_as_data else {})},
         description=description or f"PyMC model {target_name!r} ({', '.join(v.name for v in model.free_RVs)})",
         constrain_fn=Constrainer(
             jit_c, names, shapes, cdata, dim,
