@@ -47,6 +47,9 @@ COMMANDS = [
      "`NUTS(metric=\"flow\")` on curved and hierarchical posteriors beside diag-NUTS and nutpie's flow", "`flow_nuts.csv`"),
     ("python benchmarks/nuts_geometry.py --auto",
      "`metric=\"auto\"` against `\"diag\"`: the measure that decides NUTS's default", "`nuts_auto.csv`"),
+    ("python benchmarks/noncentring.py",
+     "`NUTS()` on centred hierarchies written in PyMC: the model as written, its non-centred form offered to "
+     "`metric=\"auto\"`, and the form written by hand", "`noncentring.csv`"),
     ("python benchmarks/nuts_geometry.py --auto --mams",
      "`MAMS(metric=\"auto\")` against `\"diag\"`: the measure that would change MAMS's default", "`mams_auto.csv`"),
     ("python benchmarks/mams_step.py --record",
@@ -80,6 +83,14 @@ SECTIONS = {
         "posteriordb's standard (R-hat < 1.01, bulk and tail ESS >= 400, no divergences). A default "
         "must pass at least as often as what it replaces: the rows where `diag_passing` exceeds "
         "`auto_passing` are where it does not yet.",
+    ),
+    "noncentring": (
+        "Centred hierarchies in PyMC: the non-centred form `\"auto\"` may choose",
+        "`NUTS()` on centred eight schools and Neal's 100-d funnel written in PyMC: `as_written` samples the "
+        "model as written (`from_pymc(..., noncentre=False)`), `offered` lets `metric=\"auto\"` choose the "
+        "non-centred form by its first draws (the default; `sampled` says what it chose), `by_hand` is the "
+        "non-centred model written by hand. ESS is measured on the centred model's coordinates for all three, "
+        "every gradient counted (`offered` pays a first phase on the model as written before it chooses).",
     ),
     "mams_auto": (
         "MAMS's metric: `\"auto\"` against `\"diag\"`",
