@@ -65,8 +65,9 @@ def weigh_form(target, fit, draws: np.ndarray, phases: Phases, rng) -> FormChoic
     form_of = getattr(target, "reparametrization", None)
     if form_of is None or form_of.from_target is None or draws.shape[1] == 0:
         return None
-    building = time.perf_counter()
+    building = time.perf_counter()  # the form and its maps compile on first use: compile time
     form = form_of.build()
+    form_of.to_target(form_of.from_target(draws[:, :1]))
     phases.compile_seconds += time.perf_counter() - building
     z = np.asarray(form_of.from_target(draws), dtype=float)
     flat = z.reshape(-1, form.dim)
