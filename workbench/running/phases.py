@@ -44,6 +44,13 @@ class Phases:
             return None
         return max(0, self.budget.grad_evals - self.spent)
 
+    def rest_budget(self) -> Budget:
+        """The run's budget less what the phases so far spent, for a run of its own that takes over
+        from them (``metric="auto"`` going on with another form of the target)."""
+        if self.budget.grad_evals is None:
+            return self.budget
+        return dataclasses.replace(self.budget, grad_evals=max(MIN_PHASE_GRAD_EVALS, self.rest()))
+
     def pay(self, grad_evals: int) -> None:
         """Count gradients spent between phases (a mode search, the gradients a fit learns from)."""
         self.spent += int(grad_evals)

@@ -45,7 +45,7 @@ from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target
 from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
-from .reparametrized import on_target, rest_of_budget, weigh_form
+from .reparametrized import on_target, weigh_form
 
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
@@ -262,7 +262,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         if form is not None:
             form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
             on_form = _run_phases(dataclasses.replace(method, init=form.draws[:, -1]), form.form, form_seed,
-                                  rest_of_budget(budget, phases))
+                                  phases.rest_budget())
             return on_target(method, target, seed, on_form, form, phases, started, notes, warm)
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"

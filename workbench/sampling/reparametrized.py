@@ -19,7 +19,6 @@ gradient of both forms is counted (one gradient of the form is one of the target
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from ..mcmc.flow import gradients
 from ..mcmc.flow_fit import fit_flow
-from ..result import Budget, Result
+from ..result import Result
 from ..running.clock import PhasedClock
 from ..running.phases import Phases
 from .chain_sampler import deferred_chain_health
@@ -82,13 +81,6 @@ def weigh_form(target, fit, draws: np.ndarray, phases: Phases, rng) -> FormChoic
     if not theirs < FORM_GAIN * ours:
         return None
     return FormChoice(form, form_of, z, ours, theirs)
-
-
-def rest_of_budget(budget: Budget, phases: Phases) -> Budget:
-    """What the phases so far left of ``budget``, for the run on the form."""
-    if budget.grad_evals is None:
-        return budget
-    return dataclasses.replace(budget, grad_evals=max(1, budget.grad_evals - phases.spent))
 
 
 def on_target(method, target, seed, run: Result, choice: FormChoice, phases: Phases, started: float,

@@ -19,6 +19,15 @@ def test_each_phase_gets_its_share_and_the_last_what_is_left():
     assert unbounded.share(0.1) is None and unbounded.rest() is None
 
 
+def test_a_run_that_takes_over_from_the_phases_gets_the_rest_of_the_budget():
+    phases = Phases(wb.methods.NUTS(), Budget(grad_evals=10_000, draws=300))
+    phases.pay(4000)
+    assert phases.rest_budget() == Budget(grad_evals=6000, draws=300)
+    phases.pay(6000)
+    assert phases.rest_budget().grad_evals == 100  # a run of its own is given at least a phase's least
+    assert Phases(wb.methods.NUTS(), Budget()).rest_budget() == Budget()
+
+
 def test_a_phase_is_the_methods_own_run_with_other_settings_and_its_cost_is_counted():
     t = wb.targets.gaussian(3)
     phases = Phases(wb.methods.NUTS(chains=2, progress=False), Budget(grad_evals=5000))

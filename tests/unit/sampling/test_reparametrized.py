@@ -11,7 +11,7 @@ from workbench.mcmc.flow import gradients
 from workbench.mcmc.flow_fit import fit_flow
 from workbench.result import Budget
 from workbench.running.phases import Phases
-from workbench.sampling.reparametrized import FORM_GAIN, linear_loss, rest_of_budget, weigh_form
+from workbench.sampling.reparametrized import FORM_GAIN, linear_loss, weigh_form
 from workbench.target_forms import Reparametrization
 
 DIM = 6
@@ -79,11 +79,3 @@ def test_the_run_on_the_form_is_reported_on_the_targets_coordinates():
     wide, narrow = np.abs(x[v > 2]).mean(), np.abs(x[v < -2]).mean()
     assert wide > 5 * narrow
     assert res.warmup_draws.shape[1] > 0 and res.cost.warmup_grad_evals < res.cost.grad_evals
-
-
-def test_the_rest_of_a_budget():
-    method = wb.methods.NUTS(progress=False)
-    phases = Phases(method, Budget(grad_evals=10_000))
-    phases.pay(4_000)
-    assert rest_of_budget(Budget(grad_evals=10_000), phases).grad_evals == 6_000
-    assert rest_of_budget(Budget(), phases).grad_evals is None
