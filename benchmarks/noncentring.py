@@ -6,7 +6,9 @@ by hand where there is one.
 
 Rows: centred eight schools (``eight_schools_centered``'s PyMC model), Neal's funnel in PyMC
 (v ~ N(0, 3^2), 99 x_i ~ N(0, exp(v / 2)^2): ``workbench.targets.funnel(100)``'s density) and a
-hierarchy whose data pin each group down, where the centred form is the better one, each
+hierarchy whose data pin each group down, where the centred form is the better one, and an
+unbalanced one (4 groups of 100 observations, 4 of one) where neither form suits every group
+(``by_hand`` there writes the large groups centred and the small ones non-centred), each
 over ``--seeds`` seeds (5): how many runs pass posteriordb's standard (R-hat < 1.01, bulk and tail
 ESS >= 400, no divergences), their median gradients and min bulk ESS per 1,000 gradients (warmup
 included; every form's draws on the centred model's coordinates), and which form ``"auto"``
@@ -69,16 +71,43 @@ def groups_model(centred: bool = True, groups: int = 8, per_group: int = 50, see
     return model
 
 
+def unbalanced_model(form: str = "centred", seed: int = 0):
+    """A hierarchy of 4 groups of 100 observations and 4 of one, y_gi ~ N(theta_g, 1),
+    theta_g ~ N(mu, tau), tau ~ HalfNormal(1) (simulated at mu = 1, tau = 0.5): neither form suits
+    every group; ``form="mixed"`` writes the large groups centred and the small ones non-centred."""
+    import pymc as pm
+
+    sizes = (100,) * 4 + (1,) * 4
+    rng = np.random.default_rng(seed)
+    theta_true = 1.0 + 0.5 * rng.normal(size=len(sizes))
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    y = theta_true[group] + rng.normal(size=group.size)
+    with pm.Model(name="unbalanced") as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfNormal("tau", 1.0)
+        if form == "centred":
+            theta = pm.Normal("theta", mu, tau, shape=len(sizes))
+        else:
+            large = pm.Normal("large", mu, tau, shape=4)
+            small = pm.Normal("small", 0.0, 1.0, shape=4)
+            theta = pm.Deterministic("theta", pm.math.concatenate([large, mu + tau * small]))
+        pm.Normal("y", theta[group], 1.0, observed=y)
+    return model
+
+
 def forms() -> dict:
     """Row -> {form: (target, map of its draws to the centred model's coordinates)}: every form's
     ESS is measured on the same coordinates, the centred model's."""
     schools = wb.posteriors.pymc_model("eight_schools_centered")
     funnel = funnel_model()
     groups = groups_model()
+    unbalanced = unbalanced_model()
     by_hand = {"eight_schools_centered": wb.Target.from_pymc(wb.posteriors.pymc_model("eight_schools_noncentered"),
                                                              "eight_schools_noncentered"),
                "funnel100": wb.Target.from_pymc(funnel_model(centred=False), "funnel100_noncentred"),
-               "informative_groups": wb.Target.from_pymc(groups_model(centred=False), "informative_groups_noncentred")}
+               "informative_groups": wb.Target.from_pymc(groups_model(centred=False), "informative_groups_noncentred"),
+               "unbalanced_groups": wb.Target.from_pymc(unbalanced_model("mixed"), "unbalanced_groups_mixed",
+                                                        noncentre=False)}
     same = None
     return {
         "eight_schools_centered": {
@@ -97,6 +126,11 @@ def forms() -> dict:
             "as_written": (wb.Target.from_pymc(groups_model(), "informative_groups", noncentre=False), same),
             "by_hand": (by_hand["informative_groups"], value_map(by_hand["informative_groups"], groups)),
         },
+        "unbalanced_groups": {
+            "offered": (wb.Target.from_pymc(unbalanced, "unbalanced_groups"), same),
+            "as_written": (wb.Target.from_pymc(unbalanced_model(), "unbalanced_groups", noncentre=False), same),
+            "by_hand": (by_hand["unbalanced_groups"], value_map(by_hand["unbalanced_groups"], unbalanced)),
+        },
     }
 
 
@@ -107,7 +141,7 @@ def run(target, to_centred, seed: int) -> dict:
     draws = res.draws if to_centred is None else to_centred(res.draws)
     row = score(draws, res.cost.grad_evals, int(res.stats["diverging"].sum()), res.stats)
     row["grad_evals"] = res.cost.grad_evals
-    row["form"] = "non-centred" if "reparametrization" in res.info else "as written"
+    row["form"] = res.info["reparametrization"]["form"] if "reparametrization" in res.info else "its own"
     row["metric"] = res.info.get("metric_chosen", "")
     return row
 

@@ -86,8 +86,10 @@ SECTIONS = {
     ),
     "noncentring": (
         "Centred hierarchies in PyMC: the non-centred form `\"auto\"` may choose",
-        "`NUTS()` on centred eight schools, Neal's 100-d funnel and a hierarchy whose data pin each group down "
-        "(where the centred form is the better one), written in PyMC: `as_written` samples the "
+        "`NUTS()` on centred eight schools, Neal's 100-d funnel, a hierarchy whose data pin each group down "
+        "(where the centred form is the better one) and an unbalanced one (4 groups of 100 observations, 4 of "
+        "one; `by_hand` there is the large groups centred and the small ones non-centred), written in PyMC: "
+        "`as_written` samples the "
         "model as written (`from_pymc(..., noncentre=False)`), `offered` lets `metric=\"auto\"` choose the "
         "non-centred form by its first draws (the default; `sampled` says what it chose), `by_hand` is the "
         "non-centred model written by hand. ESS is measured on the centred model's coordinates for all three, "
