@@ -342,7 +342,10 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
     if observed_as_data:
         target = target.replace(generative=pymc_generative(model, target, observed, shared))
     if offered and not observed_as_data:
-        target = target.replace(reparametrization=_noncentred_form(model, target, offered, target_class))
+        try:
+            target = target.replace(reparametrization=_noncentred_form(model, target, offered, target_class))
+        except Exception as exc:  # noqa: BLE001 - an offer the model's graph defeats is no reason to refuse the model
+            info["noncentring"] = f"not offered: {type(exc).__name__}: {exc}"
     info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
     if check_gradient:
         from .gradient_check import verify_gradient

@@ -70,6 +70,24 @@ def test_the_maps_are_inverse_and_follow_each_forms_own_order():
     np.testing.assert_allclose(mu + tau * z[..., names.index("theta_noncentred__[0]")], x[..., 2], atol=1e-12)
 
 
+def test_vector_scales_dims_and_a_location_that_reads_another_candidate():
+    """Varying intercepts (a scalar scale), slopes (one scale a group) and a variable whose location
+    indexes the intercepts: every one is offered, and the maps invert each other."""
+    rng = np.random.default_rng(0)
+    group, x, y = rng.integers(0, 5, 40), rng.normal(size=40), rng.normal(size=40)
+    with pm.Model(coords={"g": list("abcde"), "k": ["a", "b"]}) as model:
+        sa = pm.HalfNormal("sa", 1)
+        a = pm.Normal("a", pm.Normal("mu_a", 0, 1), sa, dims="g")
+        b = pm.Normal("b", 0, pm.HalfNormal("sb", 1, shape=5), dims="g")
+        c = pm.Normal("c", a[:2], 2 * sa, dims="k")
+        pm.Normal("y", a[group] + b[group] * x + c.sum(), 1, observed=y)
+    target = wb.Target.from_pymc(model)
+    assert target.reparametrization.name == "non-centred: a, b, c"
+    points = np.random.default_rng(1).normal(size=(3, target.dim)) * 0.5
+    back = target.reparametrization.to_target(target.reparametrization.from_target(points))
+    np.testing.assert_allclose(back, points, atol=1e-12)
+
+
 def test_noncentre_option():
     model = _centred_schools()
     offered = wb.Target.from_pymc(model)
@@ -86,6 +104,19 @@ def test_noncentre_option():
         wb.Target.from_pymc(model, noncentre=["tau"])
     with pytest.raises(TargetError, match="noncentre must be"):
         wb.Target.from_pymc(model, noncentre="theta")
+
+
+def test_a_form_that_cannot_be_built_is_not_offered_and_the_model_still_is(monkeypatch):
+    import workbench.pymc_model as pymc_model
+
+    def fails(*args, **kwargs):
+        raise ValueError("a graph the rewrite does not know")
+
+    monkeypatch.setattr(pymc_model, "noncentred", fails)
+    target = wb.Target.from_pymc(_centred_schools())
+    assert target.reparametrization is None
+    assert target.build_info["noncentring"] == "not offered: ValueError: a graph the rewrite does not know"
+    assert np.isfinite(target.logp(target.initial_point))
 
 
 def test_auto_samples_the_funnel_noncentred_and_matches_its_exact_marginal():
