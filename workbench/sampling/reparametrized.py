@@ -7,8 +7,9 @@ Which form samples better depends on the data (centred where they pin each group
 non-centred where they do not: Papaspiliopoulos, Roberts & Skold 2007) and is not known before
 sampling. Gorinova, Moore & Hoffman (2020) choose it by the ELBO of a variational fit; here the
 first phase's draws decide, by the criterion that already ranks the metrics: mapped to the form's
-coordinates, with their gradients there, the held-out Fisher divergence of a linear map fitted to
-them (``mcmc/flow_fit.py``), per coordinate, against the target's own best. The draws are
+coordinates, with their gradients there, the held-out Fisher divergence of the best linear map
+(diagonal or low-rank) fitted to them (``mcmc/flow_fit.py``), per coordinate, against the same on the
+target's own coordinates (the rewrite and its test: ``docs/benchmarks/noncentring.csv``). The draws are
 posterior draws in either coordinates, so both losses measure how far from Gaussian the posterior
 is in each: the quantity a sampler's step size pays for.
 
