@@ -346,6 +346,7 @@ def from_pymc(model, name: str | None = None, *, check_gradient: bool = True, de
             target = target.replace(reparametrization=_noncentred_form(model, target, offered, target_class))
         except Exception as exc:  # noqa: BLE001 - an offer the model's graph defeats is no reason to refuse the model
             info["noncentring"] = f"not offered: {type(exc).__name__}: {exc}"
+            target = target.replace(spec={k: v for k, v in target.spec.items() if k != "offers_noncentred"})
     info["compile_seconds"] = time.perf_counter() - start  # building the Target compiled the wrapper
     if check_gradient:
         from .gradient_check import verify_gradient

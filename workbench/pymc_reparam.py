@@ -62,21 +62,21 @@ def loc_scale_transform():
     return _loc_scale_class()()
 
 
+def _rewritable(model, rv) -> bool:
+    """A free ``Normal`` with no value transform of its own (its value is then free to take one)."""
+    from pytensor.tensor.random.basic import NormalRV
+
+    return isinstance(rv.owner.op, NormalRV) and model.rvs_to_transforms.get(rv) is None
+
+
 def noncentrable(model) -> list[str]:
     """The free variables :func:`noncentred` would rewrite: ``Normal`` variables with no value
     transform of their own whose scale depends on another free variable."""
     from pytensor.graph.traversal import ancestors
-    from pytensor.tensor.random.basic import NormalRV
 
     free = set(model.free_RVs)
-    out = []
-    for rv in model.free_RVs:
-        if not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv) is not None:
-            continue
-        scale = rv.owner.inputs[-1]
-        if any(a in free for a in ancestors([scale])):
-            out.append(rv.name)
-    return out
+    return [rv.name for rv in model.free_RVs
+            if _rewritable(model, rv) and any(a in free for a in ancestors([rv.owner.inputs[-1]]))]
 
 
 def noncentred(model, names=None):
@@ -84,14 +84,13 @@ def noncentred(model, names=None):
     non-centred coordinates; the same posterior, variables and deterministics. A name that is
     not a free ``Normal`` without a transform is a ``TargetError``."""
     from pymc.model.transform.conditioning import change_value_transforms
-    from pytensor.tensor.random.basic import NormalRV
 
     if names is None:
         names = noncentrable(model)
     by_name = {rv.name: rv for rv in model.free_RVs}
     for name in names:
         rv = by_name.get(name)
-        if rv is None or not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv) is not None:
+        if rv is None or not _rewritable(model, rv):
             raise TargetError(
                 f"noncentre: {name!r} is not a free Normal variable without a transform of its own; the model's "
                 f"candidates are {noncentrable(model)}"

@@ -116,6 +116,7 @@ def test_a_form_that_cannot_be_built_is_not_offered_and_the_model_still_is(monke
     target = wb.Target.from_pymc(_centred_schools())
     assert target.reparametrization is None
     assert target.build_info["noncentring"] == "not offered: ValueError: a graph the rewrite does not know"
+    assert "offers_noncentred" not in target.spec  # its cache key claims no form it lacks
     assert np.isfinite(target.logp(target.initial_point))
 
 

@@ -312,3 +312,9 @@ def gradients(target, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     logps, grads = np.empty(len(points)), np.empty_like(points)
     gradients_at.for_target(target)(target.kernel_logp_grad, target.kernel_data, points, logps, grads)
     return logps, grads
+
+
+def finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of draws ``x`` and their gradients ``g`` where both are finite (a fit learns from no others)."""
+    keep = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(g), axis=1)
+    return x[keep], g[keep]

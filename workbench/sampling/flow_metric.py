@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from ..mcmc.affine import affine_target, dense_factor
-from ..mcmc.flow import Flow, flow_density, gradients, pack_with_target
+from ..mcmc.flow import Flow, finite_rows, flow_density, gradients, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Budget, Result
 from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks
@@ -147,11 +147,6 @@ def _forward(flow, draws: np.ndarray) -> np.ndarray:
     return draws if draws.shape[1] == 0 else flow.forward(draws)
 
 
-def _finite_rows(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    keep = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(g), axis=1)
-    return x[keep], g[keep]
-
-
 def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
     """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
     HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first phase) are raised once each,
@@ -210,7 +205,7 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
         flat = draws_x.reshape(-1, target.dim)
         _, g = gradients(target, flat)
         phases.pay(len(flat))
-        flat, g = _finite_rows(flat, g)
+        flat, g = finite_rows(flat, g)
         x_all, g_all = np.vstack([x_all, flat]), np.vstack([g_all, g])
         last_x = draws_x[:, -1]
 

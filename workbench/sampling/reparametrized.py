@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..mcmc.flow import gradients
+from ..mcmc.flow import finite_rows, gradients
 from ..mcmc.flow_fit import fit_flow
 from ..result import Result
 from ..running.clock import PhasedClock
@@ -73,10 +73,10 @@ def weigh_form(target, fit, draws: np.ndarray, phases: Phases, rng) -> FormChoic
     flat = z.reshape(-1, form.dim)
     _, g = gradients(form, flat)
     phases.pay(len(flat))
-    keep = np.all(np.isfinite(flat), axis=1) & np.all(np.isfinite(g), axis=1)
-    if keep.sum() < 2 * form.dim:
+    flat, g = finite_rows(flat, g)
+    if len(flat) < 2 * form.dim:
         return None
-    form_fit = fit_flow(flat[keep], g[keep], rng, max_rounds=0)
+    form_fit = fit_flow(flat, g, rng, max_rounds=0)
     theirs = linear_loss(form_fit, form.dim)
     ours = linear_loss(fit, target.dim)
     if not theirs < FORM_GAIN * ours:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.mcmc.flow import Coupling, Flow, flow_density, gradients_at, pack_with_target
+from workbench.mcmc.flow import Coupling, Flow, finite_rows, flow_density, gradients, gradients_at, pack_with_target
 
 
 def _layer(rng, b_idx, parents):
@@ -78,3 +78,17 @@ def test_gradients_at_many_points_are_the_targets():
     for i in range(7):
         lp, g = t.logp_and_grad(x[i])
         assert logps[i] == pytest.approx(lp) and np.allclose(grads[i], g)
+
+
+def test_gradients_at_many_points_and_the_rows_a_fit_may_learn_from():
+    """One compiled call: N(0, diag(4, 1)) has log p = -x^T S^-1 x / 2 + const, gradient -S^-1 x; a
+    row whose gradient is not finite is dropped with its draw."""
+    target = wb.targets.gaussian(2, scales=np.array([2.0, 1.0]))
+    x = np.array([[0.0, 0.0], [2.0, 1.0], [np.nan, 0.0]])
+    logp, g = gradients(target, x)
+    np.testing.assert_allclose(g[:2], -x[:2] / np.array([4.0, 1.0]))
+    assert logp[0] - logp[1] == pytest.approx(0.5 * (1.0 + 1.0))
+    kept_x, kept_g = finite_rows(x, g)
+    np.testing.assert_array_equal(kept_x, x[:2])
+    np.testing.assert_array_equal(kept_g, g[:2])
+
