@@ -39,9 +39,10 @@ def test_compare_a_users_file_writes_a_page_with_its_images_and_a_verdict(tmp_pa
     images = _images(page)
     assert len(images) >= 4 and all(p.is_file() and p.stat().st_size > 1000 for p in images)
     text = html.unescape(page.read_text())
-    assert "For this posterior at 3,000 gradient evaluations:" in text
+    assert "For this posterior at 3,000 gradient evaluations" in text
     assert "passes posteriordb's standard" in text
-    assert result.recommendation.split(":")[1].split(",")[0].strip() in PANEL
+    # one winner ("...: NUTS, because ...") or several level within the noise ("..., 2 methods are level: NUTS (0.07), ...")
+    assert result.recommendation.split(":")[1].split(",")[0].split("(")[0].strip() in PANEL
     # cached: a second call computes nothing
     again = wb.compare(f"{EXAMPLE}:logp_grad", budgets=(3000,), seeds=1, executor="serial", out=tmp_path,
                        progress=False)

@@ -32,7 +32,7 @@ from ..result import Budget, Result
 from ..running.method import Examples
 from ..running.threads import blas_controller
 from ..running.validation import check_positive, check_positive_int
-from ..sampling.chain_sampler import ChainSampler, checked_inv_metric, inv_metric_rows, start_chains
+from ..sampling.chain_sampler import ChainSampler, Start, checked_inv_metric, inv_metric_rows, start_chains
 from ..sampling.flow_metric import run_flow
 from ..target import Target
 
@@ -137,25 +137,10 @@ class _Hamiltonian(ChainSampler):
         """(the energy error a WALNUTS leaf may reach, its step halvings at most); -1: plain."""
         return 0.0, -1
 
-    def start_chains(self, kernel, target: Target, seed: int, budget: Budget):
-        """The chain template's set-up; with ``init="pathfinder"`` the starting points and the
-        initial metric come from a Pathfinder fit (see :meth:`_pathfinder_start`); ``inv_metric``,
-        when given, is the metric the chains start with."""
-        if isinstance(self.init, str) and self.init == "pathfinder":
-            chains = start_chains(self, kernel, target, seed, budget)
-            chains.x0, chains.inv_mass, spent = self._pathfinder_start(target, seed, budget)
-            chains.start_grad_evals = spent  # paid from the budget (Chains.grad_budget_per_chain)
-        else:
-            chains = super().start_chains(kernel, target, seed, budget)
-        if self.inv_metric is not None:
-            chains.inv_mass = inv_metric_rows(self.inv_metric, target, self.chains)
-        return chains
-
-    def _pathfinder_start(self, target: Target, seed: int, budget: Budget) -> tuple[np.ndarray, np.ndarray, int]:
-        """(starting points, inverse metric, gradients spent) from single-path Pathfinder:
-        each chain starts at its own draw from the Pathfinder Gaussian, and the diagonal
-        metric starts at that Gaussian's variances (BlackJAX's and Stan's Pathfinder
-        initialisation). Under a gradient budget Pathfinder may spend a tenth of it."""
+    def _pathfinder_start(self, target: Target, seed: int, budget: Budget) -> Start:
+        """``init="pathfinder"``: each chain starts at its own draw from single-path Pathfinder's
+        Gaussian, and the diagonal metric at that Gaussian's variances (BlackJAX's and Stan's
+        Pathfinder initialisation). Under a gradient budget Pathfinder may spend a tenth of it."""
         from .pathfinder import Pathfinder
 
         share = None if budget.grad_evals is None else max(budget.grad_evals // 10, 20)
@@ -164,7 +149,10 @@ class _Hamiltonian(ChainSampler):
         draws = fit.draws[0]
         for c in range(self.chains):
             target.check_point(draws[c], what=f"starting point of chain {c} (a Pathfinder draw)")
-        return np.ascontiguousarray(draws), fit.approximation.sd ** 2, fit.cost.grad_evals
+        spent = fit.cost.grad_evals
+        return Start(np.ascontiguousarray(draws), fit.approximation.sd ** 2, spent,
+                     f"started from Pathfinder draws and its variances ({spent} gradients)",
+                     {"pathfinder_grad_evals": spent}, fit.cost.wall_seconds, fit.cost.compile_seconds)
 
     def _max_rank(self, dim: int, window_capacity: int) -> int:
         """Eigen-directions the metric may hold: the setting (checked against ``dim``), at
@@ -183,11 +171,16 @@ class _Hamiltonian(ChainSampler):
         return limit if self.metric_rank is None else min(self.metric_rank, limit)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        if self.metric in ("flow", "auto"):
-            return run_flow(self, target, seed, budget)
+        phased = self.metric in ("flow", "auto")
         transformed = self.metric in ("low_rank", "dense")
-        kernel = K.hamiltonian_chain if transformed else K.hamiltonian_chain_diag
-        chains = self.start_chains(kernel, target, seed, budget)
+        kernel = None if phased else K.hamiltonian_chain if transformed else K.hamiltonian_chain_diag
+        pathfinder = isinstance(self.init, str) and self.init == "pathfinder"
+        start = self._pathfinder_start(target, seed, budget) if pathfinder else None
+        chains = start_chains(self, kernel, target, seed, budget, start)
+        if phased:
+            return run_flow(self, chains)
+        if self.inv_metric is not None:
+            chains.inv_mass = inv_metric_rows(self.inv_metric, target, self.chains)
         n_warmup, d, n_chains = chains.n_warmup, target.dim, self.chains
         algorithm, n_leapfrog, max_depth, jitter = self._algorithm_settings()
         metric = A.METRICS[self.metric]
@@ -218,7 +211,6 @@ class _Hamiltonian(ChainSampler):
             transforms = [None] * n_chains
             inv_mass = start_inv_mass
         adapt_log = np.zeros((n_chains, 5), dtype=np.int64)  # see mcmc/chains.py
-        pathfinder_evals = chains.start_grad_evals
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
         one_blas_thread = blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
@@ -268,9 +260,6 @@ class _Hamiltonian(ChainSampler):
                 f"{failed} of {updates} {self.metric} metric estimates were not finite or not positive definite: "
                 "those kept the diagonal alone")
             warnings.warn(f"{self.name} on {target.name}: {result.messages[-1]}", RuntimeWarning, stacklevel=3)
-        if pathfinder_evals and isinstance(self.init, str):  # init="pathfinder"; in the cost already (Chains.result)
-            result.info["pathfinder_grad_evals"] = pathfinder_evals
-            result.messages.insert(0, f"started from Pathfinder draws and its variances ({pathfinder_evals} gradients)")
         return result
 
 

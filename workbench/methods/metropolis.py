@@ -18,7 +18,7 @@ from ..mcmc.adaptation import stan_windows
 from ..result import Budget, Result
 from ..running.method import Examples, Method
 from ..running.validation import check_positive_int
-from ..sampling.chain_sampler import ChainSampler, start_chains
+from ..sampling.chain_sampler import ChainSampler, set_up_chains, start_chains
 from ..target import Target
 
 
@@ -47,7 +47,7 @@ class RandomWalkMH(ChainSampler):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        chains = self.start_chains(K.random_walk_chain, target, seed, budget)
+        chains = start_chains(self, K.random_walk_chain, target, seed, budget)
         d, n_warmup = target.dim, chains.n_warmup
         # a longer terminal buffer than Stan's 50: dual averaging needs a few hundred
         # random-walk steps to settle the scale (50 left it 40% too large at d = 10)
@@ -107,7 +107,7 @@ class IndependenceMH(Method):
             check_positive_int("threads", self.threads)
 
     def _run(self, target: Target, seed: int, budget: Budget) -> Result:
-        chains = start_chains(self, K.independence_chain, target, seed, budget)
+        chains = set_up_chains(self, K.independence_chain, target, seed, budget)
         n_total, d = chains.n_total, target.dim
         # every proposal is drawn up front; the chain starts at one more draw from q
         proposals, logq, x0, logq0 = [], [], np.empty((self.chains, d)), np.empty(self.chains)

@@ -41,7 +41,7 @@ from ..running.clock import PhasedClock
 from ..running.method import Examples
 from ..running.phases import Phases
 from ..running.validation import check_positive, check_positive_int
-from ..sampling.chain_sampler import ChainSampler, checked_inv_metric, deferred_chain_health, inv_metric_rows
+from ..sampling.chain_sampler import ChainSampler, checked_inv_metric, deferred_chain_health, inv_metric_rows, start_chains
 from ..sampling.flow_metric import run_flow
 from ..target import Target
 
@@ -124,7 +124,16 @@ class _Microcanonical(ChainSampler):
         if target.dim < 2:
             raise ValueError(f"{self.name} needs a target of dimension >= 2 (its velocity lives on a sphere); "
                              f"{target.name!r} has {target.dim}")
-        chains = self.start_chains(K.microcanonical_chain, target, seed, budget)
+        chains = start_chains(self, None if self._phased() else K.microcanonical_chain, target, seed, budget)
+        return self._sample(chains)
+
+    def _phased(self) -> bool:
+        """Whether the run goes in phases (each a run of its own, which compiles its kernel)."""
+        return False
+
+    def _sample(self, chains) -> Result:
+        """Tune and sample the chains set up by ``start_chains``."""
+        target = chains.target
         chains.n_warmup = 0  # the tuning stages keep no draws
         per_chain = chains.grad_budget_per_chain
         states = [_ChainState(chains.x0[c], chains.rngs[c], per_chain) for c in range(self.chains)]
@@ -275,12 +284,15 @@ class MAMS(_Microcanonical):
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept!r}")
         object.__setattr__(self, "inv_metric", checked_inv_metric(self.inv_metric))
 
-    def _run(self, target: Target, seed: int, budget: Budget) -> Result:
+    def _phased(self) -> bool:
+        return self.metric != "diag"
+
+    def _sample(self, chains) -> Result:
         if self.metric == "dense":
-            return _dense_run(self, target, seed, budget)
+            return _dense_run(self, chains)
         if self.metric in ("flow", "auto"):
-            return run_flow(self, target, seed, budget)
-        return super()._run(target, seed, budget)
+            return run_flow(self, chains)
+        return super()._sample(chains)
 
     def _tune(self, chains, target, st, control, cap, out) -> tuple[float, float]:
         d = target.dim
@@ -349,14 +361,18 @@ DEFAULT_WARMUP, FLOW_WARMUP = 400, 1000
 DENSE_FIRST_SHARE = 1 / 3  # of a gradient budget: the diagonal phase's share, the rest the whitened run's
 
 
-def _dense_run(method: MAMS, target: Target, seed: int, budget: Budget) -> Result:
-    """MAMS(metric="dense"): a diagonal phase, then MAMS on x = m + C z, C from its draws."""
-    started = time.perf_counter()
+def _dense_run(method: MAMS, chains) -> Result:
+    """MAMS(metric="dense"): a diagonal phase from the chains' starting points, then MAMS on
+    x = m + C z, C from its draws."""
+    target, seed, budget = chains.target, chains.seed, chains.budget
+    started = chains.clock.started
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xDE5E]).spawn(2)]
     first_warmup = max(method.warmup // 2, 20)
     phases = Phases(method, budget)
+    phases.pay(chains.start_grad_evals)
     share = None if budget.grad_evals is None else int(DENSE_FIRST_SHARE * budget.grad_evals)
-    r1 = phases.run(target, seeds[0], share, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20))
+    r1 = phases.run(target, seeds[0], share, metric="diag", warmup=first_warmup, draws=max(method.warmup // 4, 20),
+                    init=chains.x0)
     if r1.interrupted:  # Ctrl-C in the diagonal phase: that phase is the run
         return r1
     if r1.draws.shape[0] * r1.draws.shape[1] < 2:

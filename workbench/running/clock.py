@@ -14,7 +14,7 @@ class RunClock:
     ``Cost.wall_seconds`` excludes it and ``Cost.compile_seconds`` reports it."""
 
     def __init__(self):
-        self._start = time.perf_counter()
+        self.started = time.perf_counter()  # time.perf_counter()'s reading when the run began
         self._stop = None
         self.compile_seconds = 0.0
 
@@ -32,6 +32,11 @@ class RunClock:
         with self.compiling():
             return kernel.for_target(target)
 
+    def include(self, wall_seconds: float, compile_seconds: float) -> None:
+        """Count time spent for this run before the clock started (a start another method found)."""
+        self.started -= wall_seconds + compile_seconds
+        self.compile_seconds += compile_seconds
+
     def stop(self) -> None:
         """End the timed part (what follows, e.g. diagnostics of the output, is not the run's cost)."""
         self._stop = time.perf_counter()
@@ -39,7 +44,7 @@ class RunClock:
     @property
     def wall_seconds(self) -> float:
         end = self._stop if self._stop is not None else time.perf_counter()
-        return end - self._start - self.compile_seconds
+        return end - self.started - self.compile_seconds
 
 
 class PhasedClock:

@@ -20,9 +20,6 @@ budget), and a peak none of q's draws is nearest to is named as for a sampler.
 
 from __future__ import annotations
 
-import contextvars
-from contextlib import contextmanager
-
 import numpy as np
 
 from .. import modes as M
@@ -55,26 +52,11 @@ def search_limit(target: Target, budget: Budget) -> int | None:
     return limit if limit >= floor else None
 
 
-_SEARCHED = contextvars.ContextVar("workbench_peaks_searched", default=False)
-
-
-@contextmanager
-def searched():
-    """Within the block, in this thread, runs make no mode search of their own: a phased run
-    (``flow_metric.py``) searched once for the whole run, and its first phase starts as a plain
-    run would where the search found one peak."""
-    token = _SEARCHED.set(True)
-    try:
-        yield
-    finally:
-        _SEARCHED.reset(token)
-
-
 def peaks_for_starts(target: Target, seed: int, budget: Budget, chains: int) -> M.ModeSearch | None:
-    """The mode search before a run of ``chains`` chains (None when none is made: one chain, a
-    budget too small, or inside :func:`searched`)."""
+    """The mode search before a run of ``chains`` chains (None when none is made: one chain, or a
+    budget too small)."""
     limit = search_limit(target, budget)
-    if chains < 2 or limit is None or _SEARCHED.get():
+    if chains < 2 or limit is None:
         return None
     try:
         return M.find_modes(target, M.search_rng(seed), starts=max(MODE_SEARCH_STARTS, 2 * chains),
@@ -131,8 +113,6 @@ def peak_reserve(target: Target, budget: Budget) -> int:
 def approximation_peaks(target: Target, draws: np.ndarray, seed: int, limit: int | None) -> tuple[list[str], int]:
     """(messages, gradients spent): the mode search after a fit, and the peaks q's ``draws`` miss.
     ``limit``: the gradients it may spend (None or below a first ascent's: no search)."""
-    if _SEARCHED.get():
-        return [], 0
     if limit is None or limit < M.min_grad_evals(target.dim):
         return [f"search cut short: the budget left no room for a mode search (one ascent needs "
                 f"{M.min_grad_evals(target.dim):,} gradients), so peaks the fit missed would go unseen; "

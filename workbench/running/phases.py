@@ -5,8 +5,10 @@ diagonal first phase, then the phase with the metric its fit chose; ``metric="fl
 on the learned transform; ``MAMS(metric="dense")``'s whitened second phase. A phase is the
 method's own ``_run`` with the phase's settings, called directly, not the public ``run``: the
 seed, the memory check and the collection of the density's faults belong to the run and are
-taken once, by ``Method.run``. :class:`Phases` hands each phase its share of the run's budget
-and counts what every phase, and the work between them, spent.
+taken once, by ``Method.run``, and the chains' starting points (a mode search, a Pathfinder
+start) once, by ``sampling.chain_sampler.start_chains``, before the first phase, which starts
+from them. :class:`Phases` hands each phase its share of the run's budget and counts what every
+phase, and the work between them, spent.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class Phases:
         """One phase: the method with ``settings`` on ``target`` (the run's own, or a transform
         of it), under ``grad_evals``; its cost is counted."""
         phase = dataclasses.replace(self.method, **settings)
-        result = phase._run(target, seed, Budget(grad_evals=grad_evals))
+        # a budget spent already (by the starts) still runs the phase, which reports it spent
+        result = phase._run(target, seed, Budget(grad_evals=None if grad_evals is None else max(1, grad_evals)))
         self.spent += result.cost.grad_evals
         self.compile_seconds += result.cost.compile_seconds
         return result

@@ -4,7 +4,7 @@ that runs one compiled kernel per chain on threads and cuts its output into a Re
 A chain sampler's ``_run`` is three steps (see ``hmc.py``, ``metropolis.py``, and the toy
 method in ``docs/architecture.md``)::
 
-    chains = self.start_chains(kernel, target, seed, budget)      # rngs, starts, compiled kernel
+    chains = start_chains(self, kernel, target, seed, budget)     # rngs, starts, compiled kernel
     run = chains.sample(lambda c, draws, stats, control: chains.kernel(...), len(STAT_NAMES))
     return chains.result(run, STAT_NAMES, info={...})             # warmup apart, diagnostics, messages
 
@@ -36,6 +36,20 @@ from ..running.peaks import peaks_for_starts, several_peaks, starts_at_peaks, un
 from ..running.threads import per_task_budget, run_in_threads
 from ..running.validation import check_positive_int
 from ..target import Target
+
+
+class Start(NamedTuple):
+    """Starting points a method found for its chains itself (HMC and NUTS's ``init="pathfinder"``),
+    handed to :meth:`ChainSampler.start_chains`: the points, a starting diagonal metric (or None),
+    the gradients spent finding them, and what the result says of them (a message, info entries)."""
+
+    x0: np.ndarray  # (chains, d)
+    inv_mass: np.ndarray | None
+    grad_evals: int
+    message: str
+    info: dict
+    wall_seconds: float = 0.0  # the time finding them took, counted in the run's
+    compile_seconds: float = 0.0
 
 
 class StartingPoints(NamedTuple):
@@ -118,6 +132,7 @@ class Chains:
     inv_mass: np.ndarray | None = None  # a starting metric, when the start gives one
     start_grad_evals: int = 0  # gradients spent finding the starting points
     peaks: Any = None  # the mode search before the chains started (peaks.py), if one was made
+    start: Start | None = None  # the points the method found itself, if it did
 
     @property
     def n_total(self) -> int:
@@ -234,6 +249,9 @@ class Chains:
         if (done.max() - done.min()) > 0 and kept > 0:
             messages.append(f"chains cut to the shortest one's {kept} draws")
         messages += unvisited_message(self.peaks, draws[:, n_warmup: n_warmup + kept])
+        if self.start is not None:  # paid already: in the cost below
+            messages.insert(0, self.start.message)
+            info = {**self.start.info, **(info or {})}
         window = slice(n_warmup, n_warmup + kept)
         stat_dict = {
             name: (stats[:, window, k] != 0) if name == "diverging" else stats[:, window, k]
@@ -264,17 +282,46 @@ class Chains:
         return result
 
 
-def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budget, x0=None) -> Chains:
+def set_up_chains(method: Method, kernel, target: Target, seed: int, budget: Budget) -> Chains:
     """Set up a run of ``method`` (which has ``chains``, ``warmup`` and ``draws``): one
-    generator per chain, the kernel compiled (timed apart), the draws the budget asks for.
-    ``x0``: the starting points, or None to set them later."""
+    generator per chain, the kernel compiled (timed apart; None: a run in phases, each of which
+    compiles its own), the draws the budget asks for; no starting points yet."""
     clock = RunClock()
     rngs = chain_rngs(seed, method.chains)
     return Chains(
         method=method, target=target, seed=seed, budget=budget, clock=clock,
-        kernel=clock.compile(kernel, target), rngs=rngs, x0=x0,
+        kernel=clock.compile(kernel, target) if kernel is not None else None, rngs=rngs, x0=None,
         n_warmup=method.warmup, n_draws=budget.draws_or(method.draws),
     )
+
+
+def start_chains(method: Method, kernel, target: Target, seed: int, budget: Budget, start: Start | None = None) -> Chains:
+    """:func:`set_up_chains`, and the chains' starting points: ``start`` when the method found
+    them itself, else from the method's ``init`` / ``init_jitter`` (:class:`ChainSampler`), one
+    chain per peak where ``init`` is None and a mode search finds several (``running/peaks.py``).
+    Every gradient spent finding them is paid from the budget. ``kernel`` None: a run in phases,
+    each of which compiles its own."""
+    chains = set_up_chains(method, kernel, target, seed, budget)
+    if start is not None:
+        chains.x0, chains.inv_mass, chains.start_grad_evals, chains.start = (
+            start.x0, start.inv_mass, start.grad_evals, start)
+        chains.clock.include(start.wall_seconds, start.compile_seconds)
+        return chains
+    if isinstance(method.init, str):
+        raise ValueError(
+            f"init={method.init!r} is not a starting point; {method.name} takes None, a point ({target.dim},) or "
+            f"an array (chains, {target.dim})"
+            + ("" if method.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
+        )
+    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None else None
+    if several_peaks(search):  # chains start apart, one per peak (peaks.py)
+        chains.x0, spent = starts_at_peaks(target, search, chains.rngs), len(chains.rngs)
+    else:
+        chains.x0, spent = initial_points(target, chains.rngs, method.init, method.init_jitter)
+    chains.peaks = search
+    # paid from the budget (grad_budget_per_chain)
+    chains.start_grad_evals = spent + (search.grad_evals if search is not None else 0)
+    return chains
 
 
 def checked_inv_metric(value) -> np.ndarray | None:
@@ -330,25 +377,6 @@ class ChainSampler(Method):
         draws = budget.draws_or(self.draws)
         return {"chain draws": 8 * self.chains * (self.warmup + draws) * target.dim,
                 "kept draws": 8 * self.chains * (self.warmup + draws) * target.dim}
-
-    def start_chains(self, kernel, target: Target, seed: int, budget: Budget) -> Chains:
-        """:func:`start_chains` with the starting points from ``init`` / ``init_jitter``."""
-        if isinstance(self.init, str):
-            raise ValueError(
-                f"init={self.init!r} is not a starting point; {self.name} takes None, a point ({target.dim},) or "
-                f"an array (chains, {target.dim})"
-                + ("" if self.name in ("HMC", "NUTS") else "; init='pathfinder' is for HMC and NUTS")
-            )
-        chains = start_chains(self, kernel, target, seed, budget)
-        search = peaks_for_starts(target, seed, budget, self.chains) if self.init is None else None
-        if several_peaks(search):  # chains start apart, one per peak (peaks.py)
-            chains.x0, spent = starts_at_peaks(target, search, chains.rngs), len(chains.rngs)
-        else:
-            chains.x0, spent = initial_points(target, chains.rngs, self.init, self.init_jitter)
-        chains.peaks = search
-        # paid from the budget (grad_budget_per_chain)
-        chains.start_grad_evals = spent + (search.grad_evals if search is not None else 0)
-        return chains
 
 
 def deferred_chain_health(draws, stats, max_depth=None, identified=None) -> Callable:

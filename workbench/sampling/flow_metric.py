@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import time
 import warnings
 
@@ -39,11 +40,11 @@ import numpy as np
 from ..mcmc.affine import affine_target, dense_factor
 from ..mcmc.flow import Flow, finite_rows, flow_density, gradients, pack_with_target
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
-from ..result import Budget, Result
-from ..running.peaks import peaks_for_starts, searched, several_peaks, starts_at_peaks
+from ..result import Result
 from ..running.phases import Phases
 from ..running.threads import blas_controller
 from ..target import Target
+from .chain_sampler import Chains, start_chains
 from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
 from .reparametrized import on_target, weigh_form
 
@@ -102,6 +103,9 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     return "flow" if flow_allowed and not fit.flow.layers else "diag"
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 @functools.lru_cache(maxsize=32)
 def _density(inner):
     """One compiled transformed density per target adapter (refits change its data, not its code)."""
@@ -147,23 +151,25 @@ def _forward(flow, draws: np.ndarray) -> np.ndarray:
     return draws if draws.shape[1] == 0 else flow.forward(draws)
 
 
-def run_flow(method, target: Target, seed: int, budget: Budget) -> Result:
-    """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring); ``method`` is an
-    HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first phase) are raised once each,
-    at the end, from the caller's line, as a plain run raises them."""
+def run_flow(method, chains: Chains) -> Result:
+    """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring), from the run's
+    chains set up (``chain_sampler.start_chains``: their starting points, paid from the budget);
+    ``method`` is an HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first
+    phase) are raised once each, at the end, from the caller's line, as a plain run raises them."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = _run_phases(method, target, seed, budget)
+        result = _run_phases(method, chains)
     seen = set()
     for w in caught:
         if (w.category, str(w.message)) not in seen:
             seen.add((w.category, str(w.message)))
-            # run_flow <- _Hamiltonian._run <- Method.run <- the caller
-            warnings.warn(str(w.message), w.category, stacklevel=4)
+            # from the first line outside the package: the caller's
+            warnings.warn(str(w.message), w.category, skip_file_prefixes=(_PACKAGE,))
     return result
 
 
-def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
+def _run_phases(method, chains: Chains) -> Result:
+    target, seed = chains.target, chains.seed
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, 0xF10]).spawn(REFITS + 3)]
     fit_rng = np.random.default_rng(seeds[-1])
     w = max(method.warmup, 100)  # NUTS(metric="flow")'s default: 1,000
@@ -171,31 +177,22 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     def iterations(share):
         return max(20, int(share * w))
 
-    started = time.perf_counter()
-    too_small = budget.grad_evals is not None and budget.grad_evals < min_flow_budget(method)
-    # chains start apart where the posterior has several peaks (peaks.py), the search paid
-    # from the whole run's budget, not the first phase's share of it
-    search = peaks_for_starts(target, seed, budget, method.chains) if method.init is None and not too_small else None
-    phases = Phases(method, budget)  # from here on, the phases hold the budget
-    if too_small:
-        return _diagonal_run(method, target, seed, started, phases)
+    started = chains.clock.started
+    phases = Phases(method, chains.budget)  # from here on, the phases hold the budget
+    phases.pay(chains.start_grad_evals)
+    # every phase starts where the last left off; the first where a plain run would have started
+    init = {"init": chains.x0, **({"inv_metric": chains.inv_mass} if chains.inv_mass is not None else {})}
+    if phases.budget.grad_evals is not None and phases.budget.grad_evals < min_flow_budget(method):
+        return _diagonal_run(method, target, seed, started, phases, start=init)
     training = 0.0
     fits: list[FlowFit] = []
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
-    init = method.init
-    if several_peaks(search):
-        rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 0x57A7]).spawn(method.chains)]
-        init = starts_at_peaks(target, search, rngs)
-        phases.pay(method.chains)
-    phases.pay(search.grad_evals if search is not None else 0)
-    with searched():  # the first phase starts as a plain run would, with no search of its own
-        run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric="diag",
-                         warmup=iterations(FIRST_PHASE[0]), draws=iterations(FIRST_PHASE[1]), init=init)
+    run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric="diag",
+                     warmup=iterations(FIRST_PHASE[0]), draws=iterations(FIRST_PHASE[1]), **init)
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
     last_x = target.initial_point[None].repeat(method.chains, 0)
     warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)
-    notes = PhaseNotes.of_first(run)
-    notes.peaks = search
+    notes = PhaseNotes.of_first(run, chains)
 
     def learn(draws_x):
         """Add draws (chains, n, d) in x and their gradients to the training set."""
@@ -250,14 +247,15 @@ def _run_phases(method, target: Target, seed: int, budget: Budget) -> Result:
     learn(run.draws)
     if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
         return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all), notes=notes,
-                             warm=warm)
+                             warm=warm, start=None if run.draws.shape[1] else init)
     fit = refit()
     if method.metric == "auto":  # another form of the target (a non-centred hierarchy) may fit better
         form = weigh_form(target, fit, run.draws, phases, fit_rng)
         if form is not None:
             form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
-            on_form = _run_phases(dataclasses.replace(method, init=form.draws[:, -1]), form.form, form_seed,
-                                  phases.rest_budget())
+            on_form_method = dataclasses.replace(method, init=form.draws[:, -1])
+            on_form = _run_phases(on_form_method, start_chains(on_form_method, None, form.form, form_seed,
+                                                               phases.rest_budget()))
             return on_target(method, target, seed, on_form, form, phases, started, notes, warm)
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
@@ -370,16 +368,16 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
 
 
 def _diagonal_run(method, target, seed, started, phases: Phases, first_draws: int | None = None,
-                  notes: PhaseNotes | None = None, warm: list | None = None) -> Result:
+                  notes: PhaseNotes | None = None, warm: list | None = None, start: dict | None = None) -> Result:
     """A budget too small to fit a flow on (``min_flow_budget``), or whose first phase bought fewer
     than ``MIN_FIT_DRAWS`` draws (counted in ``phases``): the sampler with the diagonal metric on
-    what is left, saying why."""
+    what is left, saying why; from ``start`` (the run's starting points), else from where the
+    first phase's chains are."""
     n_draws = phases.draws
     spent_before = phases.spent
-    init = method.init
-    if warm:  # after a first phase: from where its chains are (a Pathfinder start is not paid twice)
-        init = warm[-1][:, -1] if warm[-1].shape[1] else None
-    final = phases.run(target, seed, phases.rest(), metric="diag", draws=n_draws, init=init)
+    if start is None:
+        start = {"init": warm[-1][:, -1]}
+    final = phases.run(target, seed, phases.rest(), metric="diag", draws=n_draws, **start)
     flow_info = {"layers": 0, "parameters": 0, "training_seconds": 0.0, "used": False, "fits": [],
                  "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
     if first_draws is None:

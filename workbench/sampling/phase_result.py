@@ -33,11 +33,14 @@ class PhaseNotes:
         self.peaks = None  # the mode search the chains started from (peaks.py)
 
     @classmethod
-    def of_first(cls, run: Result) -> PhaseNotes:
+    def of_first(cls, run: Result, chains) -> PhaseNotes:
+        """The notes of a run's first phase, and of its ``chains``' start (where they were found
+        by the method itself: a Pathfinder start's message and info) and mode search."""
         notes = cls()
-        notes.first = [m for m in run.messages if m.startswith("started from")]
-        if "pathfinder_grad_evals" in run.info:
-            notes.info["pathfinder_grad_evals"] = run.info["pathfinder_grad_evals"]
+        if chains.start is not None:
+            notes.first = [chains.start.message]
+            notes.info.update(chains.start.info)
+        notes.peaks = chains.peaks
         notes.add(run, "warmup phase 1")
         return notes
 
@@ -64,11 +67,9 @@ def phased_result(method, target, seed, final: Result, draws, started, phases: P
     # "metric_chosen" is what the warmup chose
     info = {**notes.info, **final.info, "metric": method.metric, "flow": flow_info, "metric_chosen": chosen,
             **(extra or {})}
-    # the first phase's start message is already in ``notes.first``
-    final_messages = [m for m in final.messages if not (m.startswith("started from") and notes.first)]
     result = method.result(target, seed, draws, PhasedClock(time.perf_counter() - started, phases.compile_seconds),
                            grad_evals=phases.spent, warmup_grad_evals=warmup_grad_evals, stats=final.stats,
-                           messages=[*notes.first, *messages, *notes.faults, *final_messages,
+                           messages=[*notes.first, *messages, *notes.faults, *final.messages,
                                      *unvisited_message(notes.peaks, draws)], info=info,
                            warmup_draws=joined(warm), interrupted=final.interrupted)
     result.defer_health(deferred_chain_health(draws, final.stats, getattr(method, "max_depth", None), target.identified))

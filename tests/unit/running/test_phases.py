@@ -54,3 +54,28 @@ def test_a_phased_run_enters_the_public_run_once(make, monkeypatch):
     res = make().run(t, seed=0, grad_budget=40_000)
     assert calls == [type(make()).__name__], calls
     assert res.cost.grad_evals <= 40_000 * 1.02 and res.draws.shape[1] > 0
+
+
+@pytest.mark.parametrize("make", [lambda: wb.methods.NUTS(metric="auto", progress=False),
+                                  lambda: wb.methods.MAMS(metric="dense", progress=False)],
+                         ids=["NUTS auto", "MAMS dense"])
+def test_a_phased_runs_chains_are_started_once_and_their_start_paid_once(make, monkeypatch):
+    from workbench.running import peaks
+
+    searches = []
+    real = peaks.M.find_modes
+    monkeypatch.setattr(peaks.M, "find_modes", lambda *a, **k: searches.append(1) or real(*a, **k))
+    t = wb.targets.gaussian_mixture(dim=2, n_components=2, seed=0)  # two peaks, 22 sds apart
+    res = make().run(t, seed=0, grad_budget=40_000)
+    assert len(searches) == 1  # the run's mode search, not one per phase
+    centres = t.truth.extras["component_means"]
+    near = {int(((centres - c.mean(axis=0)) ** 2).sum(axis=1).argmin()) for c in res.draws}
+    assert near == {0, 1}  # the phases went on from chains started at both peaks
+    assert res.cost.grad_evals <= 40_000 * 1.02
+
+
+def test_a_phase_given_a_budget_the_starts_spent_says_so():
+    phases = Phases(wb.methods.NUTS(chains=2, progress=False), Budget(grad_evals=4))
+    phases.pay(4)
+    res = phases.run(wb.targets.gaussian(3), 0, phases.rest(), metric="diag", warmup=10, draws=10)
+    assert res.draws.shape[1] == 0 and any("spent" in m for m in res.messages)

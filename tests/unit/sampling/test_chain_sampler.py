@@ -6,6 +6,8 @@ import pytest
 import workbench as wb
 from tests import user_functions as uf
 from workbench.errors import NonFiniteDensityError
+from workbench.result import Budget
+from workbench.sampling.chain_sampler import Start, start_chains
 
 DIAGONAL = wb.targets.gaussian(10, scales="logspace")
 
@@ -25,3 +27,22 @@ def test_non_finite_starting_points_are_named():
         wb.methods.NUTS(init=np.array([np.nan, 1.0])).run(t, seed=0)
     with pytest.raises(NonFiniteDensityError, match=r"is nan at the starting point of chain 1 \[-1, 0\]"):
         wb.methods.RandomWalkMH(chains=2, init=np.array([[1.0, 0.0], [-1.0, 0.0]])).run(t, seed=0)
+
+
+def test_a_start_the_method_found_itself_is_used_paid_and_reported():
+    method = wb.methods.NUTS(chains=2, warmup=100, draws=100, progress=False)
+    x0 = np.array([[0.5] * 10, [-0.5] * 10])
+    found = Start(x0, np.full((2, 10), 2.0), 30, "started from somewhere", {"somewhere_grad_evals": 30}, 4.0, 1.0)
+    chains = start_chains(method, None, DIAGONAL, 0, Budget(grad_evals=1000), found)
+    np.testing.assert_array_equal(chains.x0, x0)
+    assert chains.inv_mass[0, 0] == 2.0 and chains.start_grad_evals == 30 and chains.peaks is None
+    assert chains.clock.compile_seconds == 1.0 and chains.clock.wall_seconds >= 4.0
+    # the budget left to the chains is what the start left: (1000 - 30) / 2 each
+    assert chains.grad_budget_per_chain == 485
+
+
+def test_init_none_searches_for_peaks_under_the_budget_and_pays_for_it():
+    method = wb.methods.NUTS(chains=2, progress=False)
+    chains = start_chains(method, None, DIAGONAL, 0, Budget(grad_evals=20_000))
+    assert chains.peaks is not None and chains.kernel is None  # no kernel: a run in phases compiles its own
+    assert chains.start_grad_evals == chains.peaks.grad_evals + 2

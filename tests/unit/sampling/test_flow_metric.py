@@ -2,6 +2,8 @@
 gradient (its phases' and the fits'), keeps its budget, is reproducible, and says when the
 diagonal metric already fits."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -216,3 +218,17 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
     assert res.info["metric_chosen"] == "diag" and len(warmups) == 2
     assert warmups[-1] == int(getattr(flow_metric, share) * 500)
 
+
+
+@pytest.mark.parametrize("metric", ["auto", "flow"])
+def test_a_phased_runs_warnings_point_at_the_callers_line(metric):
+    """Raised once, at the end, from the first line outside the package, however deep the phases
+    sit below ``Method.run``."""
+    from tests import user_functions as uf
+
+    t = wb.Target.from_numba(uf.nan_beyond_one_and_half, dim=2, name="nan-region")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wb.methods.NUTS(metric=metric, chains=2, warmup=300, draws=200, progress=False).run(t, seed=0)
+    nan = [w for w in caught if "NaN density" in str(w.message)]
+    assert nan and all(w.filename == __file__ for w in nan), [(w.filename, w.lineno) for w in nan]

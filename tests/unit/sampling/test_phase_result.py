@@ -4,12 +4,15 @@ before the last carry into the run's report."""
 import numpy as np
 
 import workbench as wb
+from workbench.result import Budget
+from workbench.sampling.chain_sampler import Start, start_chains
 from workbench.sampling.phase_result import PhaseNotes, adapted, diverged, joined
+
+TARGET = wb.targets.gaussian(dim=2, scales=np.array([0.1, 10.0]))
 
 
 def _run(seed=0):
-    t = wb.targets.gaussian(dim=2, scales=np.array([0.1, 10.0]))
-    return wb.methods.NUTS(metric="diag", warmup=100, draws=50, progress=False).run(t, seed=seed)
+    return wb.methods.NUTS(metric="diag", warmup=100, draws=50, progress=False).run(TARGET, seed=seed)
 
 
 def test_a_phase_diverged_in_its_draws_or_in_its_warmup():
@@ -50,5 +53,12 @@ def test_phases_draws_join_one_after_another_unless_their_chains_differ():
 def test_the_notes_keep_a_phases_faults_with_the_phase_they_came_from():
     res = _run()
     res.messages.extend(["NaN density at 3 points", "an unrelated message"])
-    notes = PhaseNotes.of_first(res)
+    method = wb.methods.NUTS(metric="flow", chains=2, progress=False)
+    plain = start_chains(method, None, TARGET, 0, Budget())
+    notes = PhaseNotes.of_first(res, plain)
     assert notes.faults == ["warmup phase 1: NaN density at 3 points"]
+    assert notes.first == [] and notes.info == {}
+    # a start the method found itself is the run's first message, and its info the run's
+    found = Start(np.zeros((2, 2)), None, 7, "started from somewhere", {"somewhere_grad_evals": 7})
+    notes = PhaseNotes.of_first(res, start_chains(method, None, TARGET, 0, Budget(), found))
+    assert notes.first == ["started from somewhere"] and notes.info == {"somewhere_grad_evals": 7}
