@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 import platform
 import re
 from dataclasses import dataclass, field
@@ -29,10 +30,12 @@ body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; 
 h1 { margin-bottom: 0.2em; } .finding { font-size: 1.15em; background: #eef5ff; padding: 0.8em; border-radius: 6px; }
 .scroll { overflow-x: auto; margin: 0.5em 0 1.5em; } table { border-collapse: collapse; font-size: 0.85em; }
 .warn { background: #fff4e5; border-left: 4px solid #e69f00; padding: 0.6em 0.8em; }
-th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; } th { background: #f3f3f3; }
+th, td { border: 1px solid #ccc; padding: 3px 4px; text-align: right; } th { background: #f3f3f3; }
+caption { caption-side: bottom; text-align: left; color: #666; padding-top: 0.3em; } tbody th { text-align: left; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: 0.95em; } code, pre { background: #f6f6f6; padding: 2px 4px; }
 .small { color: #666; font-size: 0.85em; } .headline { font-size: 1.3em; font-weight: 600; margin: 0.4em 0; }
+@media (max-width: 900px) { body { padding: 0 0.5em; } table { font-size: 0.8em; } }
 """
 
 
@@ -78,10 +81,48 @@ REFERENCE_COLUMNS = ("target", "passes", "form", "shipped", "runs", "divergences
                      "ess_tail_min", "bfmi_min", "cross_check_worst", "cross_check_mcse")
 
 
+TURNED_ROWS, TURNED_COLUMNS = 3, 6
+"""A table of at most this many rows and more than this many columns is shown turned."""
+
+
 def _table_html(frame: pd.DataFrame) -> str:
-    """A table in a horizontally scrolling box (wide tables do not run off the page)."""
-    table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
+    """A table in a horizontally scrolling box (wide tables do not run off the page), shaped to
+    show what it holds on a narrow screen: a name may break after its underscores and equals
+    signs (``ess_bulk_min``, ``target_accept=0.95``), so that it does not widen its column; a few rows of many fields
+    (a reference's diagnostics) are turned, one column per row; a value the same in every row is
+    said once, in the caption."""
+    same = _same_in_every_row(frame)
+    frame = frame.drop(columns=list(same))
+    if len(frame) <= TURNED_ROWS and frame.shape[1] > TURNED_COLUMNS:  # one column per row, one row per field
+        turned = frame.map(_cell_text).set_index(frame.columns[0]).T
+        table = turned.to_html(border=0, escape=True)
+    else:
+        table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
+    table = re.sub(r"<(th|td)>([^<]*)</(th|td)>",
+                   lambda m: f"<{m[1]}>" + re.sub(r"([_=])", r"\1<wbr>", m[2]) + f"</{m[3]}>", table)
+    if same:  # a caption, under the table
+        caption = "; ".join(f"{html.escape(str(k))} {html.escape(_cell_text(v))}" for k, v in same.items())
+        table = re.sub(r"(<table[^>]*>)", rf"\1<caption>In every row: {caption}.</caption>", table, count=1)
     return f"<div class='scroll'>{table}</div>"
+
+
+def _cell_text(value) -> str:
+    """A table cell's value as the table shows it (4 significant digits; a missing one as a dash)."""
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _same_in_every_row(frame: pd.DataFrame) -> dict:
+    """The columns of a table of three or more rows whose value is the same in every row (a
+    benchmark's date, machine and command; a quick grid's one seed): said once under the table,
+    not repeated down a column that widens it. At least two columns stay in the table."""
+    if len(frame) < 3:
+        return {}
+    same = {c: frame[c].iloc[0] for c in frame.columns if frame[c].astype(str).nunique() == 1}
+    if len(frame.columns) - len(same) < 2:
+        return {}
+    return same
 
 
 def text_html(text: str) -> str:

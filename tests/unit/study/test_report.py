@@ -50,8 +50,11 @@ def test_a_reference_that_fails_its_checks_is_run_longer_and_marked(tmp_path):
     import re
 
     text = page.read_text()
-    heads = re.findall(r"<th>(.*?)</th>", text[text.index("<h2>Reference posteriors</h2>"):text.index("<h2>Settings</h2>")])
-    assert heads[:2] == ["target", "passes"] and heads.index("runs") < heads.index("r_hat_max") < heads.index("bfmi_min")
+    section = text[text.index("<h2>Reference posteriors</h2>"):text.index("<h2>Settings</h2>")]
+    heads = [h.replace("<wbr>", "") for h in re.findall(r"<th>(.*?)</th>", section)]
+    # one reference: the table is turned, its fields down the first column in the same order
+    assert heads[0] == "target" and heads[2] == "passes"
+    assert heads.index("runs") < heads.index("r_hat_max") < heads.index("bfmi_min")
     # the quick grid runs it once, says it fails, and keeps it apart from the full grid's
     quick, page = run_and_report(study(None), quick=True, executor="serial", out=tmp_path, progress=False)
     (info,) = quick.references.values()
@@ -65,6 +68,28 @@ def test_settings_are_shown_short():
     assert _setting_text(0.30000000000000004) == "0.3"
     assert _setting_text(list(range(10))) == "[0, 1, 2, …, 8, 9]"
     assert _setting_text({"means": [[0.123456789] * 10] * 5}) == "{means: (5 x 10 array)}"
+
+
+def test_tables_are_shaped_for_a_narrow_screen():
+    import pandas as pd
+
+    from workbench.study.report import _table_html
+
+    # names break after underscores and equals signs, in the header and the cells
+    html = _table_html(pd.DataFrame({"method": ["NUTS (target_accept=0.95)", "NUTS"], "ess_bulk": [1.0, 2.0]}))
+    assert "<th>ess_<wbr>bulk</th>" in html and "<td>NUTS (target_<wbr>accept=<wbr>0.95)</td>" in html
+    # a value the same in every row of three or more is said once, in the table's caption
+    runs = pd.DataFrame({"target": ["a", "b", "c"], "error": [0.1, 0.2, float("nan")], "seed": [0, 0, 0],
+                         "measured": ["2026-11-29"] * 3})
+    html = _table_html(runs)
+    assert "<caption>In every row: seed 0; measured 2026-11-29.</caption>" in html and "<th>seed</th>" not in html
+    assert "<td>–</td>" in html  # a missing value
+    assert "caption" not in _table_html(runs.iloc[:2])  # two rows: nothing to say once
+    # a few rows of many fields are turned: one column per row, one row per field, in order
+    wide = pd.DataFrame({"target": ["eight schools"], **{f"field_{k}": [k + 0.123456] for k in range(8)}})
+    html = _table_html(wide)
+    assert "<th>eight schools</th>" in html and html.index("field_<wbr>0") < html.index("field_<wbr>7")
+    assert "<td>7.123</td>" in html
 
 
 def test_the_index_opens_with_the_verdict_map_and_one_sentence_per_study(tmp_path):
