@@ -127,6 +127,8 @@ class _Microcanonical(ChainSampler):
         chains = start_chains(self, None if self._phased() else K.microcanonical_chain, target, seed, budget)
         return self._sample(chains)
 
+    keeps_warmup_draws = False  # its tuning stages keep none (a phased run learns from draws alone)
+
     def _phased(self) -> bool:
         """Whether the run goes in phases (each a run of its own, which compiles its kernel)."""
         return False

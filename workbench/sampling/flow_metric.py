@@ -54,6 +54,13 @@ REFITS = 3
 FIRST_PHASE = (0.1, 0.1)
 REFIT_PHASE = (0.1, 0.1)
 LAST_WARMUP = 0.1
+# of the draws the first fit learns from, the share that are the first phase's last warmup
+# iterations (where the chains already sample the posterior): they decide the metric; where it is
+# the low-rank one, which learns its own, the first phase stops there. The diagonal metric and a
+# flow keep the fit's scales: for them the chains go on for as many draws and the fit is made again
+# from draws alone (breast cancer: 29 gradients a draw under the first phase's diagonal metric;
+# nuts_auto.csv)
+FIRST_TAIL = 0.5
 # under a gradient budget, the shares of the first phase and each refit phase (the last phase has
 # what they and the learned draws left, at least half of it)
 PHASE_BUDGET = (0.1, 0.1)
@@ -187,8 +194,10 @@ def _run_phases(method, chains: Chains) -> Result:
     training = 0.0
     fits: list[FlowFit] = []
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
+    first_draws = iterations(FIRST_PHASE[1])
+    tail = int(FIRST_TAIL * first_draws) if getattr(method, "keeps_warmup_draws", True) else 0
     run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric="diag",
-                     warmup=iterations(FIRST_PHASE[0]), draws=iterations(FIRST_PHASE[1]), **init)
+                     warmup=iterations(FIRST_PHASE[0]), draws=first_draws - tail, **init)
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
     last_x = target.initial_point[None].repeat(method.chains, 0)
     warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)
@@ -206,7 +215,9 @@ def _run_phases(method, chains: Chains) -> Result:
         x_all, g_all = np.vstack([x_all, flat]), np.vstack([g_all, g])
         last_x = draws_x[:, -1]
 
-    def refit():
+    def refit(first: bool = False):
+        """A fit to every draw so far; a first one (the one that chooses) fits no layer where the
+        diagonal metric already fits."""
         nonlocal training
         start = time.perf_counter()
         # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer.
@@ -214,7 +225,7 @@ def _run_phases(method, chains: Chains) -> Result:
         # chains' threads and the health check that follow (gauss100: the check 0.07 s, not 0.04)
         with blas_controller().limit(limits=1, user_api="blas"):
             fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
-                           easy_per_coordinate=EASY_PER_COORDINATE if not fits else 0.0)
+                           easy_per_coordinate=EASY_PER_COORDINATE if first else 0.0)
         training += time.perf_counter() - start
         fits.append(fit)
         return fit
@@ -244,13 +255,17 @@ def _run_phases(method, chains: Chains) -> Result:
 
     if run.interrupted:
         return stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
+    tail = min(tail, run.warmup_draws.shape[1])
+    learned = np.concatenate([run.warmup_draws[:, run.warmup_draws.shape[1] - tail:], run.draws], axis=1)
+    learn(learned[:, :tail])
+    from_tail = len(x_all)
     learn(run.draws)
-    if len(x_all) < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
-        return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all), notes=notes,
+    if len(x_all) - from_tail < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
+        return _diagonal_run(method, target, seed, started, phases, first_draws=len(x_all) - from_tail, notes=notes,
                              warm=warm, start=None if run.draws.shape[1] else init)
-    fit = refit()
+    fit = refit(first=True)
     if method.metric == "auto":  # another form of the target (a non-centred hierarchy) may fit better
-        form = weigh_form(target, fit, run.draws, phases, fit_rng)
+        form = weigh_form(target, fit, learned, phases, fit_rng)
         if form is not None:
             form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
             on_form_method = dataclasses.replace(method, init=form.draws[:, -1])
@@ -258,6 +273,18 @@ def _run_phases(method, chains: Chains) -> Result:
                                                                phases.rest_budget()))
             return on_target(method, target, seed, on_form, form, phases, started, notes, warm)
     choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
+    if tail and choice != "low_rank":  # the fit's own scales are kept: fitted again, on draws alone
+        more_seed = int(np.random.SeedSequence([seed, 0x0DD]).generate_state(1)[0])
+        more = phases.run(target, more_seed, phases.share(PHASE_BUDGET[0] * FIRST_TAIL),
+                          metric="diag", warmup=0, draws=tail, init=last_x, **adapted(run, same_metric=True))
+        notes.add(more, "warmup phase 1")
+        warm.append(more.draws)
+        if more.interrupted:
+            return stopped(method, target, seed, more, warm, phases, started, "warmup phase 1")
+        x_all, g_all = x_all[from_tail:], g_all[from_tail:]
+        learn(more.draws)
+        fit = refit(first=True)
+        choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, seeds[REFITS + 1], last_x, fit, phases, training, started,

@@ -115,7 +115,7 @@ def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
 
     t = wb.targets.gaussian(dim=AUTO_FLOW_MAX_DIM + 1, scales="logspace")
     res = wb.methods.NUTS(metric="auto", draws=100, progress=False).run(t, seed=0)
-    assert [f["layers"] for f in res.info["flow"]["fits"]] == [0]
+    assert [f["layers"] for f in res.info["flow"]["fits"]] == [0, 0]  # the first fit, made again from draws alone
     assert res.info["metric_chosen"] == "diag" and "a flow is not fitted above d = 500" in res.messages[0]
 
 
@@ -149,7 +149,31 @@ def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_sta
     target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
     res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
     assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
-    assert res.warmup_draws.shape[:2] == (4, 600)  # 100 + 100 (first phase), 400 (the low-rank metric's)
+    assert res.warmup_draws.shape[:2] == (4, 550)  # 100 + 50 (first phase), 400 (the low-rank metric's)
+
+
+def test_the_first_fit_learns_from_the_warmups_end_and_a_kept_fit_from_draws_alone(monkeypatch):
+    """The first fit learns from the first phase's last 50 warmup iterations and its 50 draws. Where
+    it chooses the low-rank metric (which learns its own), the first phase stops there; where it
+    keeps the fit's scales (the diagonal metric, a flow), the chains go on for 50 more draws and
+    the fit is made again from the draws alone."""
+    from workbench.sampling import flow_metric
+
+    learned, original = [], flow_metric.fit_flow
+    monkeypatch.setattr(flow_metric, "fit_flow", lambda x, g, *a, **k: learned.append(x.copy()) or original(x, g, *a, **k))
+    correlated = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
+    res = wb.methods.NUTS(progress=False).run(correlated, seed=0)
+    assert res.info["metric_chosen"] == "low_rank" and len(learned) == 1 and len(learned[0]) == 400
+    first = res.warmup_draws[:, 50:150].reshape(-1, 5)  # the warmup's last 50 and the first phase's 50 draws
+    assert {tuple(r) for r in learned[0]} == {tuple(r) for r in first}
+    learned.clear()
+    res = wb.methods.NUTS(progress=False).run(wb.targets.gaussian(dim=3, scales=np.array([0.1, 1.0, 10.0])), seed=0)
+    assert res.info["metric_chosen"] == "diag" and len(learned) == 2
+    # 100 + 50 (first phase), 50 more draws, 100 (the last warmup)
+    assert res.warmup_draws.shape[1] == 300
+    again = res.warmup_draws[:, 100:200].reshape(-1, 3)  # its draws, none of the warmup's
+    assert {tuple(r) for r in learned[1]} == {tuple(r) for r in again}
+    assert res.info["flow"]["fits"][1]["layers"] == 0  # a first fit: no layer where the diagonal fits
 
 
 def test_a_gaussian_sampled_on_the_fits_scales_keeps_them_as_its_metric():
@@ -215,7 +239,9 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
     monkeypatch.setattr(Phases, "run", run)
     sampler = getattr(wb.methods, method)(metric="auto", warmup=500, draws=100, progress=False)
     res = sampler.run(wb.targets.gaussian(dim=5), seed=0)
-    assert res.info["metric_chosen"] == "diag" and len(warmups) == 2
+    # the first phase; for NUTS, 25 more draws of it with no warmup (MAMS keeps no warmup draws to
+    # learn from, so its first phase has them all); the last warmup
+    assert res.info["metric_chosen"] == "diag" and warmups[1:-1] == ([0] if method == "NUTS" else [])
     assert warmups[-1] == int(getattr(flow_metric, share) * 500)
 
 
