@@ -5,7 +5,10 @@ fitted on the chains' own draws and gradients (nutpie's flow adaptation, Seybold
 outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
 
 1. on the posterior itself: a short warmup and some draws per chain;
-2. the flow fitted to those draws and their gradients (``mcmc/flow_fit.py``); if the diagonal
+2. the flow fitted to the end of that warmup, those draws and their gradients
+   (``mcmc/flow_fit.py``), which ranks the preconditioners (``metric="auto"``: the low-rank
+   metric, chosen, learns its own from here; the others keep the fit's scales, and are fitted
+   again after as many more draws, on draws alone: ``FIRST_TAIL``); if the diagonal
    metric already fits (its Fisher divergence small per coordinate, or not halved by the flow:
    ``EASY_PER_COORDINATE``, ``FLOW_GAIN``), the chains simply go on with it; else,
    ``REFITS`` times: the flow fitted to every draw so far and its gradient (``mcmc/flow_fit.py``:
