@@ -85,6 +85,10 @@ EASY_WARMUP_STAGED = 0.4
 # with 0.3 the step settled after the last metric update too briefly and a chain could sample with
 # a step too long for its metric (LGCP: divergences in 2 of 20 seeds, 0 with 0.4; nuts_auto.csv)
 LOW_RANK_WARMUP = 0.4
+# the diagonal map's held-out Fisher divergence per coordinate above which no first fit is kept
+# (a regression with scales 1e-2..1e2 whose first draws had not mixed: 1.6e6, and its chains kept
+# the fit's diagonal and failed, R-hat 1.76; the benchmark rows that keep the diagonal: 0.1-0.2)
+NOTHING_FITS = 10.0
 # metric="auto" fits a flow's layers up to this dimension: their fit's driver scores cost O(n d^2)
 # (12.9 s at d = 1,000, where NUTS draws 200 in 0.5 s); above it "auto" ranks the diagonal and
 # low-rank metrics alone (what metric="flow" asks for, it still does)
@@ -99,8 +103,10 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     layers cost more than either. When the diagonal metric fits badly and no layer was kept (the
     first draws have not reached far enough for a layer to show on held-out ones: a banana whose
     chains have not yet been down its arms), the flow's phases go on learning; they sample with
-    the diagonal metric until a fit beats it. Without ``flow_allowed`` the choice is between the
-    linear maps."""
+    the diagonal metric until a fit beats it. When nothing fits (``NOTHING_FITS``), ``"auto"``
+    goes on with the low-rank metric, which learns its own, rather than keep a diagonal fitted to
+    draws that have not found the posterior's scales. Without ``flow_allowed`` the choice is
+    between the linear maps."""
     if fit.diagonal_loss / dim < EASY_PER_COORDINATE:
         return "diag"
     linear = fit.diagonal_loss
@@ -110,6 +116,8 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
         return "flow"
     if linear < fit.diagonal_loss:
         return "low_rank"
+    if consider_low_rank and fit.flow.layers and fit.diagonal_loss / dim > NOTHING_FITS:
+        return "low_rank"  # no fit to keep: the low-rank metric learns its own
     return "flow" if flow_allowed and not fit.flow.layers else "diag"
 
 

@@ -94,6 +94,8 @@ def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagona
     ((40.0, 39.0, 30.0), 1, "diag", "diag"),          # nothing helps enough
     ((40.0, 39.0, 40.0), 0, "flow", "diag"),          # no layer learnt yet from draws that fit badly: go on learning
     ((0.5, 0.5, 0.5), 0, "diag", "diag"),             # no layer, and none needed
+    ((1.6e7, 1.5e7, 1e7), 1, "low_rank", "low_rank"),  # nothing fits: the low-rank metric learns its own
+    ((1.6e7, np.nan, 1e7), 1, "low_rank", "low_rank"),  # ... also where the low-rank fit failed
 ])
 def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected, without_flow):
     from workbench.mcmc.flow import Coupling, Flow
