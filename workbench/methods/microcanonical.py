@@ -93,6 +93,8 @@ def _ess_per_coordinate(draws: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Microcanonical(ChainSampler):
+    keeps_warmup_draws = False  # its tuning stages keep none: a run in phases learns from draws alone
+
     integrator: str = "minimal_norm"
     step_size: float | None = None
     L: float | None = None
@@ -126,8 +128,6 @@ class _Microcanonical(ChainSampler):
                              f"{target.name!r} has {target.dim}")
         chains = start_chains(self, None if self._phased() else K.microcanonical_chain, target, seed, budget)
         return self._sample(chains)
-
-    keeps_warmup_draws = False  # its tuning stages keep none (a phased run learns from draws alone)
 
     def _phased(self) -> bool:
         """Whether the run goes in phases (each a run of its own, which compiles its kernel)."""

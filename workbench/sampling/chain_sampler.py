@@ -40,7 +40,7 @@ from ..target import Target
 
 class Start(NamedTuple):
     """Starting points a method found for its chains itself (HMC and NUTS's ``init="pathfinder"``),
-    handed to :meth:`ChainSampler.start_chains`: the points, a starting diagonal metric (or None),
+    handed to :func:`start_chains`: the points, a starting diagonal metric (or None),
     the gradients spent finding them, and what the result says of them (a message, info entries)."""
 
     x0: np.ndarray  # (chains, d)
@@ -354,6 +354,9 @@ class ChainSampler(Method):
     ``progress``: None shows a bar on a terminal only. ``threads``: default one per chain
     up to the number of cores.
     """
+
+    # whether the kernel keeps its warmup iterations as draws (a run in phases learns from their end)
+    keeps_warmup_draws = True
 
     chains: int = 4
     warmup: int = 1000

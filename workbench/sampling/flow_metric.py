@@ -51,6 +51,9 @@ from .chain_sampler import Chains, start_chains
 from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
 from .reparametrized import on_target, weigh_form
 
+# a phased run's warnings are raised from the first line outside this package: the caller's
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 REFITS = 3
 # shares of ``warmup`` iterations: the first phase's warmup and draws, each refit phase's, the
 # last phase's warmup (the draws the fits learn from are those phases' draws)
@@ -119,9 +122,6 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     if consider_low_rank and fit.flow.layers and fit.diagonal_loss / dim > NOTHING_FITS:
         return "low_rank"  # no fit to keep: the low-rank metric learns its own
     return "flow" if flow_allowed and not fit.flow.layers else "diag"
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @functools.lru_cache(maxsize=32)
@@ -206,7 +206,7 @@ def _run_phases(method, chains: Chains) -> Result:
     fits: list[FlowFit] = []
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
     first_draws = iterations(FIRST_PHASE[1])
-    tail = int(FIRST_TAIL * first_draws) if getattr(method, "keeps_warmup_draws", True) else 0
+    tail = int(FIRST_TAIL * first_draws) if method.keeps_warmup_draws else 0
     run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric="diag",
                      warmup=iterations(FIRST_PHASE[0]), draws=first_draws - tail, **init)
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
@@ -266,9 +266,8 @@ def _run_phases(method, chains: Chains) -> Result:
 
     if run.interrupted:
         return stopped(method, target, seed, run, warm, phases, started, "warmup phase 1")
-    tail = min(tail, run.warmup_draws.shape[1])
-    learned = np.concatenate([run.warmup_draws[:, run.warmup_draws.shape[1] - tail:], run.draws], axis=1)
-    learn(learned[:, :tail])
+    tail_draws = run.warmup_draws[:, run.warmup_draws.shape[1] - min(tail, run.warmup_draws.shape[1]):]
+    learn(tail_draws)
     from_tail = len(x_all)
     learn(run.draws)
     if len(x_all) - from_tail < MIN_FIT_DRAWS:  # the first phase's share of a small budget bought (almost) no draws
@@ -276,7 +275,7 @@ def _run_phases(method, chains: Chains) -> Result:
                              warm=warm, start=None if run.draws.shape[1] else init)
     fit = refit(first=True)
     if method.metric == "auto":  # another form of the target (a non-centred hierarchy) may fit better
-        form = weigh_form(target, fit, learned, phases, fit_rng)
+        form = weigh_form(target, fit, np.concatenate([tail_draws, run.draws], axis=1), phases, fit_rng)
         if form is not None:
             form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
             on_form_method = dataclasses.replace(method, init=form.draws[:, -1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import math
 import platform
 import re
 from dataclasses import dataclass, field
@@ -102,15 +101,15 @@ def _table_html(frame: pd.DataFrame) -> str:
                    lambda m: f"<{m[1]}>" + re.sub(r"([_=])", r"\1<wbr>", m[2]) + f"</{m[3]}>", table)
     if same:  # a caption, under the table
         caption = "; ".join(f"{html.escape(str(k))} {html.escape(_cell_text(v))}" for k, v in same.items())
-        table = re.sub(r"(<table[^>]*>)", rf"\1<caption>In every row: {caption}.</caption>", table, count=1)
+        table = re.sub(r"<table[^>]*>", lambda m: f"{m[0]}<caption>In every row: {caption}.</caption>", table, count=1)
     return f"<div class='scroll'>{table}</div>"
 
 
 def _cell_text(value) -> str:
     """A table cell's value as the table shows it (4 significant digits; a missing one as a dash)."""
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else f"{value:.4g}"
-    return str(value)
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return "–"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _same_in_every_row(frame: pd.DataFrame) -> dict:

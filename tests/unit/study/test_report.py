@@ -85,11 +85,15 @@ def test_tables_are_shaped_for_a_narrow_screen():
     assert "<caption>In every row: seed 0; measured 2026-11-29.</caption>" in html and "<th>seed</th>" not in html
     assert "<td>–</td>" in html  # a missing value
     assert "caption" not in _table_html(runs.iloc[:2])  # two rows: nothing to say once
+    paths = pd.DataFrame({"target": ["a", "b", "c"], "error": [0.1, 0.2, 0.3], "cache": [r"C:\1\x"] * 3})
+    assert r"In every row: cache C:\1\x." in _table_html(paths)  # said as it is, not read as a pattern
     # a few rows of many fields are turned: one column per row, one row per field, in order
     wide = pd.DataFrame({"target": ["eight schools"], **{f"field_{k}": [k + 0.123456] for k in range(8)}})
     html = _table_html(wide)
     assert "<th>eight schools</th>" in html and html.index("field_<wbr>0") < html.index("field_<wbr>7")
     assert "<td>7.123</td>" in html
+    wide.loc[0, "field_3"] = None
+    assert "<td>–</td>" in _table_html(wide)  # a missing value, turned
 
 
 def test_the_index_opens_with_the_verdict_map_and_one_sentence_per_study(tmp_path):
