@@ -86,8 +86,8 @@ TURNED_ROWS, TURNED_COLUMNS = 3, 6
 
 def _table_html(frame: pd.DataFrame) -> str:
     """A table in a horizontally scrolling box (wide tables do not run off the page), shaped to
-    show what it holds on a narrow screen: a name may break after its underscores and equals
-    signs (``ess_bulk_min``, ``target_accept=0.95``), so that it does not widen its column; a few rows of many fields
+    show what it holds on a narrow screen: a name may break after its underscores
+    (``ess_bulk_min``, ``target_accept=0.95``), so that it does not widen its column; a few rows of many fields
     (a reference's diagnostics) are turned, one column per row; a value the same in every row is
     said once, in the caption."""
     same = _same_in_every_row(frame)
@@ -98,7 +98,7 @@ def _table_html(frame: pd.DataFrame) -> str:
     else:
         table = frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, escape=True)
     table = re.sub(r"<(th|td)>([^<]*)</(th|td)>",
-                   lambda m: f"<{m[1]}>" + re.sub(r"([_=])", r"\1<wbr>", m[2]) + f"</{m[3]}>", table)
+                   lambda m: f"<{m[1]}>" + m[2].replace("_", "_<wbr>") + f"</{m[3]}>", table)
     if same:  # a caption, under the table
         caption = "; ".join(f"{html.escape(str(k))} {html.escape(_cell_text(v))}" for k, v in same.items())
         table = re.sub(r"<table[^>]*>", lambda m: f"{m[0]}<caption>In every row: {caption}.</caption>", table, count=1)
