@@ -92,6 +92,13 @@ LOW_RANK_WARMUP = 0.4
 # (a regression with scales 1e-2..1e2 whose first draws had not mixed: 1.6e6, and its chains kept
 # the fit's diagonal and failed, R-hat 1.76; the benchmark rows that keep the diagonal: 0.1-0.2)
 NOTHING_FITS = 10.0
+# ... and there the chains have not yet found the posterior, so the low-rank metric's warmup is as
+# long as a run's whole warmup, not LOW_RANK_WARMUP's share of it: that regression's chains, whose
+# first draws' diagonal loss was 2e7-8e7, failed the standard in 3 of 10 seeds with 0.4 (R-hat 1.08-1.34,
+# a chain still on its way in when sampling began) and passed in 10 of 10 with 1.0; the seeds that had
+# passed paid about a fifth of their ESS per gradient for it (nuts_auto.csv: the S&P 500 volatility, 28-1,300
+# per coordinate, fails the standard either way)
+NOT_FOUND_WARMUP = 1.0
 # metric="auto" fits a flow's layers up to this dimension: their fit's driver scores cost O(n d^2)
 # (12.9 s at d = 1,000, where NUTS draws 200 in 0.5 s); above it "auto" ranks the diagonal and
 # low-rank metrics alone (what metric="flow" asks for, it still does)
@@ -122,6 +129,12 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     if consider_low_rank and fit.flow.layers and fit.diagonal_loss / dim > NOTHING_FITS:
         return "low_rank"  # no fit to keep: the low-rank metric learns its own
     return "flow" if flow_allowed and not fit.flow.layers else "diag"
+
+
+def low_rank_warmup(fit: FlowFit, dim: int) -> float:
+    """The share of ``warmup`` the low-rank metric warms up for after the first phase: ``LOW_RANK_WARMUP``,
+    or a whole warmup (``NOT_FOUND_WARMUP``) where nothing fit the first draws (``NOTHING_FITS``)."""
+    return NOT_FOUND_WARMUP if fit.diagonal_loss / dim > NOTHING_FITS else LOW_RANK_WARMUP
 
 
 @functools.lru_cache(maxsize=32)
@@ -298,7 +311,7 @@ def _run_phases(method, chains: Chains) -> Result:
     easy = choice == "diag"
     if choice == "low_rank":
         return _low_rank_run(method, target, seed, seeds[REFITS + 1], last_x, fit, phases, training, started,
-                             iterations(LOW_RANK_WARMUP), notes, warm, x_all, adapted(run))
+                             iterations(low_rank_warmup(fit, target.dim)), notes, warm, x_all, adapted(run))
     flow_divergences = 0  # the phases on a flow that diverged (in their draws, or raising their target)
     if not easy:
         for k in range(REFITS):
@@ -399,6 +412,9 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
                  "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
     message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
                f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
+    if fit.diagonal_loss / target.dim > NOTHING_FITS:
+        message += (f"; nothing fitted them ({fit.diagonal_loss / target.dim:.3g} per coordinate with the diagonal metric): "
+                    f"the chains had not yet found the posterior, and warmed up for {warmup} more iterations")
     return phased_result(method, target, seed, final, draws, started, phases,
                          spent_before + final.cost.warmup_grad_evals, notes, [message], [*warm, final_warm],
                          flow_info, chosen)
