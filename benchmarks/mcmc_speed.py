@@ -20,7 +20,8 @@ Goals: overhead <= 1.3; NUTS >= 60 bulk-ESS per 1,000 gradients on the Gaussian;
 its diagonal metric, 800 for the low-rank one; 4 chains x 1,000 draws both), each metric of
 ours against nutpie's same one, and ours at its default, ``metric="auto"``, against nutpie's
 default, the diagonal metric, and its best, the low-rank one (``nutpie_metric``), on the same
-densities (``benchmarks/nutpie_reference.py`` runs nutpie in its own venv), median over 10 seeds
+densities (``benchmarks/nutpie_reference.py`` runs nutpie in its own venv; the default's rows on
+gauss100, corr10, logreg26 and the bundled regressions: breast cancer and both diabetes ones), median over 10 seeds
 of the min bulk ESS per 1,000 gradients, warmup included, with a 90% bootstrap interval of
 the ratio (the min over coordinates moves by +-10% from seed to seed); written to
 ``docs/benchmarks/nuts_vs_nutpie.csv``, which the performance study's page shows. Goal: ours
@@ -194,6 +195,8 @@ NUTPIE_ROWS = [  # (target, our metric, nutpie's): nutpie's low-rank metric is i
     ("breast_cancer", "auto", "diag"),
     ("gauss100", "auto", "low_rank"), ("corr10", "auto", "low_rank"), ("logreg26", "auto", "low_rank"),
     ("breast_cancer", "auto", "low_rank"),
+    ("diabetes_linear", "auto", "diag"), ("diabetes_linear_sigma", "auto", "diag"),
+    ("diabetes_linear", "auto", "low_rank"), ("diabetes_linear_sigma", "auto", "low_rank"),
 ]
 NUTPIE_CSV = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "nuts_vs_nutpie.csv"
 
@@ -205,6 +208,9 @@ def nutpie_targets() -> dict:
         "logreg26": wb.targets.logistic_regression(n_data=1000, dim=26),
         "breast_cancer": wb.targets.logistic_regression("breast_cancer"),
         "rot50": wb.targets.rotated_gaussian(50),
+        # the bundled regressions beside breast cancer (wb.posteriors)
+        "diabetes_linear": wb.posteriors.load("diabetes_linear"),
+        "diabetes_linear_sigma": wb.posteriors.load("diabetes_linear_sigma"),
     }
 
 

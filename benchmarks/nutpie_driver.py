@@ -5,7 +5,9 @@ reads back the draws and the gradient counts.
 
 The densities are written here again, in Numba, as the library writes them (the workbench
 package does not import under nutpie's venv): a Gaussian given by its mean and precision,
-and a Bernoulli-logit regression with a Gaussian prior of precision ``prec``. Before it
+a Bernoulli-logit regression with a Gaussian prior of precision ``prec``, and a linear regression
+with an unknown noise scale (coefficients and log sigma; ``workbench/targets/posteriors.py``'s
+``linear_sigma_logp_grad``). Before it
 samples, the script checks its density against the library's values at the points the
 caller sent (same gradient; log densities equal up to one constant) and reports the error.
 
@@ -36,6 +38,21 @@ def logistic_logp_grad(theta, X, y, prec):
     return lp, g
 
 
+@numba.njit(cache=False)
+def linear_sigma_logp_grad(theta, X, y):
+    p = X.shape[1]
+    beta, log_sigma = theta[:p], theta[p]
+    inv_var = np.exp(-2.0 * log_sigma)
+    r = y - X @ beta
+    g = np.empty(p + 1)
+    g[:p] = X.T @ r * inv_var - beta
+    rr = np.dot(r, r)
+    sigma2 = np.exp(2.0 * log_sigma)
+    g[p] = rr * inv_var - y.size - sigma2 + 1.0
+    lp = -0.5 * np.dot(beta, beta) - 0.5 * rr * inv_var - y.size * log_sigma - 0.5 * sigma2 + log_sigma
+    return lp, g
+
+
 def main(path_in: str, path_out: str) -> None:
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
@@ -48,6 +65,11 @@ def main(path_in: str, path_out: str) -> None:
 
         def logp(x):
             return gaussian_logp_grad(x, mean, precision)
+    elif kind == "linear_sigma":
+        X, y = spec["X"], spec["y"]
+
+        def logp(x):
+            return linear_sigma_logp_grad(x, X, y)
     else:
         X, y, prec = spec["X"], spec["y"], float(spec["prec"])
 

@@ -47,11 +47,15 @@ def nutpie_python(flow: bool = False) -> str:
 
 def density_arrays(target) -> dict:
     """The arrays ``nutpie_driver.py`` rebuilds ``target``'s density from (Gaussian targets
-    with a known covariance, logistic regressions), and three check points."""
+    with a known covariance, the conjugate linear regression among them; logistic regressions;
+    the linear regression with an unknown noise scale), and three check points."""
     if target.name.startswith("logistic_regression"):
         X, y, params = target.data
         arrays = {"kind": "logistic", "X": X, "y": y, "prec": float(params[0])}
-    elif target.truth is not None and target.name.startswith(("gaussian", "rotated_gaussian")):
+    elif target.name == "diabetes_linear_sigma":
+        X, y = target.data
+        arrays = {"kind": "linear_sigma", "X": X, "y": y}
+    elif target.truth is not None and target.name.startswith(("gaussian", "rotated_gaussian", "diabetes_linear")):
         cov = target.truth.cov
         arrays = {"kind": "gaussian", "mean": np.asarray(target.truth.mean, float), "precision": np.linalg.inv(cov)}
     else:
