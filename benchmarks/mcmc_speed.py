@@ -255,7 +255,7 @@ def nutpie_table(seeds) -> int:
         row["ratio"] = row["ours"] / row["nutpie"]
         row["ratio_low"], row["ratio_high"] = ratio_interval(ours, [r["ess_per_1k_grad"] for r in theirs])
         rows.append(row)
-        print(f"{name:<14}{metric + ' / ' + theirs_metric:<20}ours {row['ours']:7.1f}  nutpie {row['nutpie']:7.1f}  "
+        print(f"{name:<22}{metric + ' / ' + theirs_metric:<20}ours {row['ours']:7.1f}  nutpie {row['nutpie']:7.1f}  "
               f"ratio {row['ratio']:.2f} ({row['ratio_low']:.2f}-{row['ratio_high']:.2f})  "
               f"acceptance {row['ours_accept']:.3f} / {row['nutpie_accept']:.3f}", flush=True)
     frame = pd.DataFrame(rows)
