@@ -107,3 +107,29 @@ def test_the_geometry_study_merges_re_measured_rows_in_the_targets_order(tmp_pat
     assert len(frame) == 6
     with pytest.raises(SystemExit, match="unknown"):
         geometry.selected({"banana": None}, ["banana", "nope"])
+
+
+@pytest.mark.parametrize("name", ["gauss100", "corr10", "logreg26", "breast_cancer", "diabetes_linear",
+                                  "diabetes_linear_sigma"])
+def test_nutpies_copy_of_each_density_is_the_librarys(name, monkeypatch):
+    """benchmarks/nutpie_driver.py rebuilds each density of the nutpie comparison from arrays, in
+    nutpie's venv; here, without nutpie, its copy gives the library's gradient and log density (up
+    to one constant) at points away from those the driver checks itself."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    speed, reference, driver = _load("mcmc_speed"), _load("nutpie_reference"), _load("nutpie_driver")
+    target = speed.nutpie_targets()[name]
+    spec = reference.density_arrays(target)
+    kind = str(spec["kind"])
+    rng = np.random.default_rng(1)
+    offsets = []
+    for point in 0.3 * rng.standard_normal((4, target.dim)):
+        lp_ref, g_ref = target.logp_and_grad(point)
+        if kind == "gaussian":
+            lp, g = driver.gaussian_logp_grad(point, spec["mean"], spec["precision"])
+        elif kind == "linear_sigma":
+            lp, g = driver.linear_sigma_logp_grad(point, spec["X"], spec["y"])
+        else:
+            lp, g = driver.logistic_logp_grad(point, spec["X"], spec["y"], float(spec["prec"]))
+        np.testing.assert_allclose(g, g_ref, rtol=1e-8, atol=1e-8 * (1 + np.abs(g_ref).max()))
+        offsets.append(lp - lp_ref)
+    assert np.ptp(offsets) < 1e-6 * (1 + abs(lp_ref))
