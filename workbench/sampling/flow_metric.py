@@ -126,15 +126,21 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
         return "flow"
     if linear < fit.diagonal_loss:
         return "low_rank"
-    if consider_low_rank and fit.flow.layers and fit.diagonal_loss / dim > NOTHING_FITS:
+    if consider_low_rank and fit.flow.layers and nothing_fits(fit, dim):
         return "low_rank"  # no fit to keep: the low-rank metric learns its own
     return "flow" if flow_allowed and not fit.flow.layers else "diag"
 
 
+def nothing_fits(fit: FlowFit, dim: int) -> bool:
+    """Whether the first draws fit no preconditioner (``NOTHING_FITS``): the chains have not yet
+    found the posterior."""
+    return fit.diagonal_loss / dim > NOTHING_FITS
+
+
 def low_rank_warmup(fit: FlowFit, dim: int) -> float:
     """The share of ``warmup`` the low-rank metric warms up for after the first phase: ``LOW_RANK_WARMUP``,
-    or a whole warmup (``NOT_FOUND_WARMUP``) where nothing fit the first draws (``NOTHING_FITS``)."""
-    return NOT_FOUND_WARMUP if fit.diagonal_loss / dim > NOTHING_FITS else LOW_RANK_WARMUP
+    or a whole warmup (``NOT_FOUND_WARMUP``) where nothing fit the first draws (:func:`nothing_fits`)."""
+    return NOT_FOUND_WARMUP if nothing_fits(fit, dim) else LOW_RANK_WARMUP
 
 
 @functools.lru_cache(maxsize=32)
@@ -412,7 +418,7 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
                  "warmup_grad_evals": spent_before + final.cost.warmup_grad_evals}
     message = (f"metric='auto': {what}, by the held-out Fisher divergence of the first {fit.draws} draws "
                f"(low-rank {fit.low_rank_loss:.3g}; diagonal {fit.diagonal_loss:.3g}, flow {fit.flow_loss:.3g})")
-    if fit.diagonal_loss / target.dim > NOTHING_FITS:
+    if nothing_fits(fit, target.dim):
         message += (f"; nothing fitted them ({fit.diagonal_loss / target.dim:.3g} per coordinate with the diagonal metric): "
                     f"the chains had not yet found the posterior, and warmed up for {warmup} more iterations")
     return phased_result(method, target, seed, final, draws, started, phases,
