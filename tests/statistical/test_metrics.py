@@ -163,3 +163,25 @@ def test_nuts_on_a_flow_samples_neals_funnel_without_a_divergence():
     neck, p = (v < -6.0).astype(float), norm.cdf(-2.0)
     ess = float(az.ess(neck))
     assert abs(neck.mean() - p) < 4 * np.sqrt(p * (1 - p) / ess)
+
+
+def test_the_low_rank_metric_restarts_the_step_search_at_its_first_estimate(monkeypatch):
+    """Its first estimate, from three draws, replaces the identity: the step dual averaging had
+    reached under the identity is far too short for it, and without a new search the chains
+    crawl through the first window on trees of up to 1,023 steps (mcmc/adaptation.py)."""
+    from workbench.mcmc import adaptation as A
+
+    target = wb.posteriors.load("diabetes_linear")
+    method = wb.methods.NUTS(chains=4, warmup=400, draws=50, metric="low_rank", progress=False)
+    restarted = method.run(target, seed=0)
+    schedule = A.warmup_schedule
+
+    def without_restart(n_warmup, metric, adapt_step=True):
+        s = schedule(n_warmup, metric, adapt_step)
+        return s._replace(flags=s.flags & ~A.RESTART_STEP)
+
+    monkeypatch.setattr(A, "warmup_schedule", without_restart)
+    crawled = method.run(target, seed=0)
+    # 0.34-0.56 of it over seeds 0-9
+    assert restarted.cost.warmup_grad_evals < 0.7 * crawled.cost.warmup_grad_evals, (
+        restarted.cost.warmup_grad_evals, crawled.cost.warmup_grad_evals)

@@ -85,8 +85,7 @@ def test_windowed_schedules_switch_early_and_late_and_stop_adapting_the_metric()
         assert _iterations(s.flags, A.COLLECT) == list(range(850))  # the last 15% adapt the step only
         switches = _iterations(s.flags, A.SWITCH_WINDOW)
         assert switches[:3] == [9, 19, 29] and np.all(np.diff(switches)[-3:] == 80)
-        # dual averaging runs on through the whole warmup: nothing restarts it
-        assert not np.any(s.flags & A.RESTART_STEP) and _iterations(s.flags, A.FINAL_STEP) == [999]
+        assert _iterations(s.flags, A.FINAL_STEP) == [999]
         assert 849 in _iterations(s.flags, A.UPDATE_METRIC)
         assert s.window_capacity == 160  # a background of 80 on top of a foreground of 80
         # the kernel re-enters the low-rank map's coordinates from the draw and gradient it
@@ -97,6 +96,12 @@ def test_windowed_schedules_switch_early_and_late_and_stop_adapting_the_metric()
     assert _iterations(diag.flags, A.UPDATE_METRIC) == list(range(2, 850))
     assert _iterations(low.flags, A.UPDATE_METRIC)[:9] == [2, 3, 4, 5, 6, 7, 8, 9, 19]
     assert len(_iterations(low.flags, A.UPDATE_METRIC)) < 50
+    # dual averaging runs on through the whole warmup; the low-rank and dense metrics restart it
+    # once, at their first estimate, which replaces the identity they start from
+    assert not np.any(diag.flags & A.RESTART_STEP)
+    for metric in (A.METRIC_LOW_RANK, A.METRIC_DENSE):
+        assert _iterations(A.warmup_schedule(1000, metric).flags, A.RESTART_STEP) == [2]
+    assert not np.any(A.warmup_schedule(1000, A.METRIC_LOW_RANK, adapt_step=False).flags & A.RESTART_STEP)
 
 
 def test_no_warmup_and_no_step_adaptation_schedules():

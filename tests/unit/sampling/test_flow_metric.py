@@ -112,6 +112,31 @@ def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected, with
     assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == without_flow
 
 
+def test_auto_s_first_phase_samples_with_the_low_rank_metric_and_flow_s_with_the_diagonal(monkeypatch):
+    """On a correlated posterior the diagonal metric's trees are long: "auto", which ranks the
+    low-rank metric among its candidates, samples its first phase with it (FIRST_METRIC_AUTO);
+    metric="flow" and MAMS, whose preconditioner is diagonal, with the diagonal one."""
+    from workbench.running.phases import Phases
+
+    metrics = []
+    run = Phases.run
+
+    def recorded(self, target, seed, grad_evals, **settings):
+        metrics.append(settings.get("metric"))
+        return run(self, target, seed, grad_evals, **settings)
+
+    monkeypatch.setattr(Phases, "run", recorded)
+    corr = wb.targets.gaussian(dim=10, correlation=0.9)
+    first = {}
+    for name, method in [("auto", wb.methods.NUTS(chains=2, draws=100, progress=False)),
+                         ("flow", wb.methods.NUTS(metric="flow", chains=2, draws=100, progress=False)),
+                         ("mams", wb.methods.MAMS(metric="auto", chains=2, draws=100, progress=False))]:
+        metrics.clear()
+        method.run(corr, seed=0)
+        first[name] = metrics[0]
+    assert first == {"auto": "low_rank", "flow": "diag", "mams": "diag"}
+
+
 def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
     """Above ``AUTO_FLOW_MAX_DIM`` a flow's fit (O(n d^2)) would cost more than the sampling:
     "auto" fits no layer there and chooses between the diagonal and low-rank metrics."""
