@@ -306,9 +306,9 @@ class NUTS(_Hamiltonian):
     depth are bounded so the run ends with draws (:func:`budget_limits`).
 
     ``metric``: ``"auto"`` (default; ``workbench/sampling/flow_metric.py``) warms up in phases:
-    the first phase's draws and their gradients rank the diagonal metric, the low-rank one and
-    a learned flow by the Fisher divergence on held-out draws, and the chains go on with the
-    winner (warmup 1,000 iterations). The default for its ESS per gradient and pass counts
+    the first phase's draws (sampled with the low-rank metric) and their gradients rank the
+    diagonal metric, the low-rank one and a learned flow by the Fisher divergence on held-out
+    draws, and the chains go on with the winner (warmup 1,000 iterations). The default for its ESS per gradient and pass counts
     against ``"diag"`` (``benchmarks/nuts_geometry.py --auto``, ``docs/benchmarks/nuts_auto.csv``).
     The others (``workbench/mcmc/adaptation.py``): ``"diag"`` (also with ``warmup=0``),
     ``"diag_stan"`` (with ``warmup=1000``, Stan's windows), ``"low_rank"`` (Seyboldt et al.

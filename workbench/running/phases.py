@@ -1,7 +1,7 @@
 """The phases of one run under its one gradient budget.
 
 Some runs are several runs of the same method with other settings: ``NUTS(metric="auto")``'s
-diagonal first phase, then the phase with the metric its fit chose; ``metric="flow"``'s phases
+first phase, then the phase with the metric its fit chose; ``metric="flow"``'s phases
 on the learned transform; ``MAMS(metric="dense")``'s whitened second phase. A phase is the
 method's own ``_run`` with the phase's settings, called directly, not the public ``run``: the
 seed, the memory check and the collection of the density's faults belong to the run and are

@@ -65,7 +65,7 @@ LAST_WARMUP = 0.1
 # iterations (where the chains already sample the posterior): they decide the metric; where it is
 # the low-rank one, which learns its own, the first phase stops there. The diagonal metric and a
 # flow keep the fit's scales: for them the chains go on for as many draws and the fit is made again
-# from draws alone (breast cancer: 29 gradients a draw under the first phase's diagonal metric;
+# from draws alone (breast cancer: 29 gradients a draw under a diagonal first phase's metric;
 # nuts_auto.csv)
 FIRST_TAIL = 0.5
 # under a gradient budget, the shares of the first phase and each refit phase (the last phase has
@@ -410,8 +410,8 @@ def _run_phases(method, chains: Chains) -> Result:
 def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, training, started,
                   warmup, notes: PhaseNotes, warm: list, first_draws: np.ndarray, start: dict | None = None) -> Result:
     """``metric="auto"`` having chosen the low-rank metric: the sampler with it from the chains' last
-    draws, its own warmup after the first phase's, starting from the first phase's diagonal metric
-    and step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
+    draws, its own warmup after the first phase's, starting from the diagonal of the first phase's
+    metric and its step size (``start``, :func:`adapted`). A sampler without one (MAMS, whose
     preconditioner is diagonal) samples the posterior whitened by the covariance of the first
     phase's draws instead (``mcmc/affine.py``, as ``MAMS(metric="dense")`` does)."""
     n_draws = phases.draws
