@@ -84,21 +84,27 @@ EASY_WARMUP = 0.1
 # ... and MAMS's, which tunes its step and then L again in stages (methods/microcanonical.py): a
 # tenth was too short for them (runs failing the standard: nuts_geometry.py --auto --mams)
 EASY_WARMUP_STAGED = 0.4
-# metric="auto" choosing the low-rank metric: its warmup after the first phase (its estimator
-# needs windows of its own, nutpie's low-rank adaptation takes 800 iterations to our diagonal's 400);
-# with 0.3 the step settled after the last metric update too briefly and a chain could sample with
-# a step too long for its metric (LGCP: divergences in 2 of 20 seeds, 0 with 0.4; nuts_auto.csv)
-LOW_RANK_WARMUP = 0.4
+# metric="auto" choosing the low-rank metric: its warmup after the first phase, which has sampled
+# with the low-rank metric already (FIRST_METRIC_AUTO). 0.25 against 0.4, paired seeds: ESS per
+# gradient +10-20% on the regressions (diabetes 118 -> 139, breast cancer 78 -> 84, corr10 162 ->
+# 180), LGCP 0 of 20 seeds failing, the Brownian motion passing in 99 of 200 seeds against 74. (Under
+# a diagonal first phase 0.3 had let LGCP's step settle too briefly after the last metric update:
+# divergences in 2 of 20 seeds)
+LOW_RANK_WARMUP = 0.25
+# ... and MAMS's, whose preconditioner is diagonal: it samples the posterior whitened by the first
+# phase's draws, tuning its step and then L in stages (EASY_WARMUP_STAGED; mams_auto.csv)
+WHITENED_WARMUP_STAGED = 0.4
 # the diagonal map's held-out Fisher divergence per coordinate above which no first fit is kept
 # (a regression with scales 1e-2..1e2 whose first draws had not mixed: 1.6e6, and its chains kept
 # the fit's diagonal and failed, R-hat 1.76; the benchmark rows that keep the diagonal: 0.1-0.2)
 NOTHING_FITS = 10.0
 # ... and there the chains have not yet found the posterior, so the low-rank metric's warmup is as
 # long as a run's whole warmup, not LOW_RANK_WARMUP's share of it: that regression's chains, whose
-# first draws' diagonal loss was 2e7-8e7, failed the standard in 3 of 10 seeds with 0.4 (R-hat 1.08-1.34,
-# a chain still on its way in when sampling began) and passed in 10 of 10 with 1.0; the seeds that had
-# passed paid about a fifth of their ESS per gradient for it (nuts_auto.csv: the S&P 500 volatility, 28-1,300
-# per coordinate, fails the standard either way)
+# first draws' diagonal loss was 1e3-1e6 per coordinate, failed the standard in 5 of 80 seeds with
+# 0.25 (R-hat 1.02-1.54, a chain still on its way in when sampling began) and those 5 passed with
+# 1.0, as did seeds 1-20 (under a diagonal first phase and 0.4: 3 of 10 failing); the seeds that pass either way pay
+# about a fifth of their ESS per gradient for it (nuts_auto.csv: the S&P 500 volatility, which fails
+# the standard either way)
 NOT_FOUND_WARMUP = 1.0
 # metric="auto"'s first phase samples with the low-rank metric: on a correlated posterior the
 # diagonal one's trees are long (the diabetes regression: 38 leapfrog steps a draw against 6, and
@@ -145,10 +151,13 @@ def nothing_fits(fit: FlowFit, dim: int) -> bool:
     return fit.diagonal_loss / dim > NOTHING_FITS
 
 
-def low_rank_warmup(fit: FlowFit, dim: int) -> float:
-    """The share of ``warmup`` the low-rank metric warms up for after the first phase: ``LOW_RANK_WARMUP``,
-    or a whole warmup (``NOT_FOUND_WARMUP``) where nothing fit the first draws (:func:`nothing_fits`)."""
-    return NOT_FOUND_WARMUP if nothing_fits(fit, dim) else LOW_RANK_WARMUP
+def low_rank_warmup(fit: FlowFit, dim: int, staged: bool = False) -> float:
+    """The share of ``warmup`` the low-rank metric warms up for after the first phase: ``LOW_RANK_WARMUP``
+    (``staged``, MAMS on the whitened posterior: ``WHITENED_WARMUP_STAGED``), or a whole warmup
+    (``NOT_FOUND_WARMUP``) where nothing fit the first draws (:func:`nothing_fits`)."""
+    if nothing_fits(fit, dim):
+        return NOT_FOUND_WARMUP
+    return WHITENED_WARMUP_STAGED if staged else LOW_RANK_WARMUP
 
 
 @functools.lru_cache(maxsize=32)
@@ -331,8 +340,9 @@ def _run_phases(method, chains: Chains) -> Result:
         choice = first_choice(fit, target.dim, method.metric == "auto", flow_allowed)
     easy = choice == "diag"
     if choice == "low_rank":
+        warmup = iterations(low_rank_warmup(fit, target.dim, _diagonal_only(method)))
         return _low_rank_run(method, target, seed, seeds[REFITS + 1], last_x, fit, phases, training, started,
-                             iterations(low_rank_warmup(fit, target.dim)), notes, warm, x_all, adapted(run))
+                             warmup, notes, warm, x_all, adapted(run))
     flow_divergences = 0  # the phases on a flow that diverged (in their draws, or raising their target)
     if not easy:
         for k in range(REFITS):

@@ -178,7 +178,7 @@ def test_a_phased_run_reports_every_warmup_iteration_in_x_and_its_pathfinder_sta
     target = wb.targets.gaussian(dim=5, correlation=0.5, scales=np.array([0.1, 0.5, 1.0, 2.0, 4.0]))
     res = wb.methods.NUTS(metric="auto", init="pathfinder", progress=False).run(target, seed=0)
     assert res.info["pathfinder_grad_evals"] > 0 and res.messages[0].startswith("started from Pathfinder")
-    assert res.warmup_draws.shape[:2] == (4, 550)  # 100 + 50 (first phase), 400 (the low-rank metric's)
+    assert res.warmup_draws.shape[:2] == (4, 400)  # 100 + 50 (first phase), 250 (the low-rank metric's)
 
 
 def test_the_first_fit_learns_from_the_warmups_end_and_a_kept_fit_from_draws_alone(monkeypatch):
@@ -316,9 +316,9 @@ def _regression_with_unknown_noise(theta, grad, data):
 def test_where_nothing_fits_the_first_draws_the_low_rank_metric_warms_up_for_a_whole_warmup():
     """Scales from 1e-2 to 1e2 under a common factor: the first phase's draws are still on their way
     in (the diagonal map's held-out loss ~1e7 per coordinate), so ``NOTHING_FITS`` sends "auto" to
-    the low-rank metric. With its usual share of warmup (0.4) a chain was still on its way in when
-    sampling began in 3 of seeds 1-20 (R-hat 1.05 and 1.59 in seeds 16 and 19); with a whole warmup
-    all 20 pass."""
+    the low-rank metric. With its usual share of warmup (0.25) a chain was still on its way in when
+    sampling began in 5 of seeds 21-100 (R-hat 1.46 and 1.54 in seeds 41 and 91); with a whole
+    warmup they pass, as do seeds 1-20."""
     from workbench.diagnostics import chain_diagnostics, passes_reference_standard
     from workbench.sampling.flow_metric import LOW_RANK_WARMUP, NOT_FOUND_WARMUP
 
@@ -328,7 +328,7 @@ def test_where_nothing_fits_the_first_draws_the_low_rank_metric_warms_up_for_a_w
     y = x @ (rng.standard_normal(25) / scales) + 0.5 * rng.standard_normal(500)
     target = wb.Target.from_numba(_regression_with_unknown_noise, dim=26, data=(x, y), name="scaled_regression")
     assert NOT_FOUND_WARMUP > LOW_RANK_WARMUP
-    for seed in (16, 19):
+    for seed in (41, 91):
         res = wb.methods.NUTS(progress=False).run(target, seed=seed)
         assert res.info["metric_chosen"] == "low_rank"
         assert any("had not yet found the posterior" in m for m in res.messages)
