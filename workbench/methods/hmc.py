@@ -308,8 +308,9 @@ class NUTS(_Hamiltonian):
     ``metric``: ``"auto"`` (default; ``workbench/sampling/flow_metric.py``) warms up in phases:
     the first phase's draws (sampled with the low-rank metric) and their gradients rank the
     diagonal metric, the low-rank one and a learned flow by the Fisher divergence on held-out
-    draws, and the chains go on with the winner (warmup 1,000 iterations). The default for its ESS per gradient and pass counts
-    against ``"diag"`` (``benchmarks/nuts_geometry.py --auto``, ``docs/benchmarks/nuts_auto.csv``).
+    draws, and the chains go on with the winner (warmup 1,000 iterations). The default for its
+    ESS per gradient and pass counts against ``"diag"`` (``benchmarks/nuts_geometry.py --auto``,
+    ``docs/benchmarks/nuts_auto.csv``).
     The others (``workbench/mcmc/adaptation.py``): ``"diag"`` (also with ``warmup=0``),
     ``"diag_stan"`` (with ``warmup=1000``, Stan's windows), ``"low_rank"`` (Seyboldt et al.
     2026: eigen-directions with eigenvalue outside [1/``metric_cutoff``, ``metric_cutoff``], at
