@@ -330,7 +330,7 @@ def _run_phases(method, chains: Chains) -> Result:
     if tail and choice != "low_rank":  # the fit's own scales are kept: fitted again, on draws alone
         more_seed = int(np.random.SeedSequence([seed, 0x0DD]).generate_state(1)[0])
         more = phases.run(target, more_seed, phases.share(PHASE_BUDGET[0] * FIRST_TAIL),
-                          metric="diag", warmup=0, draws=tail, init=last_x, **adapted(run, same_metric=True))
+                          metric="diag", warmup=0, draws=tail, init=last_x, **adapted(run, keep_target=True))
         notes.add(more, "warmup phase 1")
         warm.append(more.draws)
         if more.interrupted:
@@ -342,6 +342,8 @@ def _run_phases(method, chains: Chains) -> Result:
     easy = choice == "diag"
     if choice == "low_rank":
         warmup = iterations(low_rank_warmup(fit, target.dim, _diagonal_only(method)))
+        # its own warmup learns the target acceptance again (the first phase's raised one cost
+        # ESS per gradient here: adapted's docstring)
         return _low_rank_run(method, target, seed, seeds[REFITS + 1], last_x, fit, phases, training, started,
                              warmup, notes, warm, x_all, adapted(run))
     flow_divergences = 0  # the phases on a flow that diverged (in their draws, or raising their target)
@@ -370,7 +372,7 @@ def _run_phases(method, chains: Chains) -> Result:
         diagonal = fit._replace(flow=Flow(fit.flow.m, fit.flow.sigma, ()), flow_loss=fit.diagonal_loss)
         start = {"inv_metric": fit.flow.sigma ** 2}
         if not _diagonal_only(method):
-            start = {**adapted(run, same_metric=True), **start}
+            start = {**adapted(run, keep_target=True), **start}
         easy_warmup = EASY_WARMUP_STAGED if _diagonal_only(method) else EASY_WARMUP
         final, warm_x, final_x, t_z = phase(diagonal, iterations(easy_warmup), n_draws, seeds[REFITS + 1], None,
                                             start=start)

@@ -26,7 +26,7 @@ def test_a_phase_diverged_in_its_draws_or_in_its_warmup():
     assert diverged(res)
 
 
-def test_a_phase_hands_over_its_metric_its_median_step_and_its_raised_target_only_to_the_same_metric():
+def test_a_phase_hands_over_its_metric_its_median_step_and_its_raised_target_only_when_asked():
     res = _run()
     start = adapted(res)
     np.testing.assert_array_equal(start["inv_metric"], res.info["inv_mass"])
@@ -37,7 +37,7 @@ def test_a_phase_hands_over_its_metric_its_median_step_and_its_raised_target_onl
     assert "target_accept" not in start
     res.info["target_accept_raised_to"] = [0.8, 0.95, 0.8, 0.8]
     assert "target_accept" not in adapted(res)
-    assert adapted(res, same_metric=True)["target_accept"] == 0.95
+    assert adapted(res, keep_target=True)["target_accept"] == 0.95
     # a metric that is not finite and positive is not handed over
     res.info["inv_mass"] = np.full((4, 2), np.nan)
     assert "inv_metric" not in adapted(res)
