@@ -13,7 +13,7 @@ from .. import modes as M
 from ..approximations import GaussianMixture
 from ..errors import BudgetTooSmallError
 from ..result import Budget
-from ..running.threads import PaceWatch
+from ..running.threads import PaceWatch, one_blas_thread
 from ..target import Target
 from .component_adaptation import components_from_modes, softplus_inv
 from .health import DEFAULT_STEPS
@@ -104,5 +104,6 @@ def mode_search(method, target: Target, seed: int, budget: Budget) -> M.ModeSear
     pace = PaceWatch(f"{method.name}'s mode search on {target.name} (up to {limit:,} gradients, "
                      f"{MAX_SEARCH_SHARE:.0%} of the run's; it stops sooner once it finds no new modes)",
                      unit="gradients", advice="give it fewer steps or a budget, or init='box' to skip it")
-    return M.find_modes(target, rng, starts=starts, max_grad_evals=limit, quiet=QUIET_STARTS,
-                        min_search_grad_evals=share, quiet_top=method.n_components, on_progress=pace)
+    with one_blas_thread():  # L-BFGS-B's small BLAS calls
+        return M.find_modes(target, rng, starts=starts, max_grad_evals=limit, quiet=QUIET_STARTS,
+                            min_search_grad_evals=share, quiet_top=method.n_components, on_progress=pace)

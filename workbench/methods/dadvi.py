@@ -18,7 +18,7 @@ from ..result import Budget, Result
 from ..rng import chain_rngs
 from ..running.clock import RunClock
 from ..running.method import Examples, Method
-from ..running.threads import run_in_threads
+from ..running.threads import one_blas_thread, run_in_threads
 from ..running.validation import check_positive, check_positive_int
 from ..sampling.chain_sampler import initial_points
 from ..target import Target
@@ -219,7 +219,8 @@ class DADVI(PSISResampled, Method):
         if not khat > PARETO_K_OK or (budget.grad_evals is not None and budget.grad_evals - spent < needed):
             return 0
         rng = M.search_rng(seed)
-        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed, x0=x0)
+        with one_blas_thread():  # L-BFGS-B's small BLAS calls
+            search = M.find_modes(target, rng, starts=0, max_grad_evals=needed, x0=x0)
         if search.fallback:
             messages.extend(funnel_message(khat, above=PARETO_K_OK))
         return search.grad_evals

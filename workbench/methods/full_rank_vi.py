@@ -37,7 +37,7 @@ from ..rng import chain_rngs
 from ..running.clock import RunClock
 from ..running.faults import density_raised
 from ..running.method import Examples, Method
-from ..running.threads import run_in_threads
+from ..running.threads import one_blas_thread, run_in_threads
 from ..running.validation import check_positive, check_positive_int
 from ..target import Target
 from ..vi import fit as F
@@ -188,7 +188,8 @@ class FullRankVI(PSISResampled, Method):
                 f"give grad_budget >= {2 * needed} or init='point'"
             )
         rng = M.search_rng(seed)
-        search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
+        with one_blas_thread():  # L-BFGS-B's small BLAS calls
+            search = M.find_modes(target, rng, starts=0, max_grad_evals=needed)
         mode = search.modes[0]
         if search.fallback:
             # no mode (a hierarchical posterior, or an ascent cut short): where the ascent stopped

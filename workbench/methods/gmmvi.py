@@ -52,7 +52,7 @@ from ..rng import chain_rngs
 from ..running.clock import RunClock
 from ..running.faults import density_raised
 from ..running.method import Examples, Method
-from ..running.threads import blas_controller, run_in_threads
+from ..running.threads import one_blas_thread, run_in_threads
 from ..running.validation import check_positive, check_positive_int
 from ..smc.mutation import evaluate as evaluate_kernel
 from ..target import Target
@@ -311,7 +311,7 @@ class GMMVI(PSISResampled, Method):
         total = steps if budget.grad_evals is None else max(1, budget.grad_evals // per)
         # the products are small (d x d, a few hundred draws): BLAS threads fighting over the cores
         # cost 4x in wall time on a 2-core machine (measured on the three-peak benchmark, d = 100)
-        with blas_controller().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             _, interrupted = run_in_threads(run_one, controls, total, self.progress, f"{self.name} on {target.name}",
                                             estimate_duration=budget.grad_evals is None)
         clock.stop()

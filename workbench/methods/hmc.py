@@ -30,7 +30,7 @@ from ..mcmc import chains as K
 from ..mcmc.metric import inverse_metric, metric_transform
 from ..result import Budget, Result
 from ..running.method import Examples
-from ..running.threads import blas_controller
+from ..running.threads import one_blas_thread
 from ..running.validation import check_positive, check_positive_int
 from ..sampling.chain_sampler import ChainSampler, Start, checked_inv_metric, inv_metric_rows, start_chains
 from ..sampling.flow_metric import run_flow
@@ -213,8 +213,8 @@ class _Hamiltonian(ChainSampler):
         adapt_log = np.zeros((n_chains, 5), dtype=np.int64)  # see mcmc/chains.py
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
-        one_blas_thread = blas_controller().limit(limits=1, user_api="blas") if transformed else contextlib.nullcontext()
-        with one_blas_thread:
+        blas = one_blas_thread() if transformed else contextlib.nullcontext()
+        with blas:
             run = chains.sample(
                 lambda c, draws, stats, control: chains.kernel(
                     target.kernel_logp_grad, target.kernel_data, chains.x0[c].copy(), chains.rngs[c], settings, schedule.flags,

@@ -32,6 +32,7 @@ from ..rng import chain_rngs
 from ..running.clock import RunClock
 from ..running.method import Examples, Method
 from ..running.peaks import approximation_peaks, search_limit
+from ..running.threads import one_blas_thread
 from ..running.validation import check_positive_int
 from ..target import Target
 
@@ -115,10 +116,11 @@ class Laplace(Method):
         interrupted = False
         for x in starts:
             try:
-                res = optimize.minimize(
-                    neg_logp, x, jac=True, method="L-BFGS-B",
-                    options={"gtol": self.gtol, "ftol": 1e-15, "maxiter": 10_000},
-                )
+                with one_blas_thread():  # L-BFGS-B's small BLAS calls
+                    res = optimize.minimize(
+                        neg_logp, x, jac=True, method="L-BFGS-B",
+                        options={"gtol": self.gtol, "ftol": 1e-15, "maxiter": 10_000},
+                    )
             except KeyboardInterrupt:  # Ctrl-C: the optima found so far, or the best point of this ascent
                 interrupted = True
                 if not optima and best_seen[1] is None:

@@ -22,7 +22,7 @@ from ..running.clock import RunClock
 from ..running.faults import density_raised
 from ..running.method import Examples, Method
 from ..running.peaks import approximation_peaks, search_limit
-from ..running.threads import run_in_threads
+from ..running.threads import one_blas_thread, run_in_threads
 from ..running.validation import check_positive, check_positive_int
 from ..sampling.chain_sampler import initial_points
 from ..target import Target
@@ -202,11 +202,12 @@ class Pathfinder(Method):
             budget = dataclasses.replace(budget, grad_evals=max(budget.grad_evals - start_evals, 0))
         limit = self._path_budget(target, budget)
         controls = np.zeros((self.paths, 2), dtype=np.int64)
-        outputs, interrupted = run_in_threads(
-            lambda i: self._guarded_path(target, x0[i], rngs[i], limit, controls[i], i),
-            controls, self.max_iters, self.progress, f"{self.name} on {target.name}",
-            estimate_duration=False,  # L-BFGS usually converges long before max_iters
-        )
+        with one_blas_thread():  # the paths' small BLAS calls, on their threads: 2.5x faster on gauss100
+            outputs, interrupted = run_in_threads(
+                lambda i: self._guarded_path(target, x0[i], rngs[i], limit, controls[i], i),
+                controls, self.max_iters, self.progress, f"{self.name} on {target.name}",
+                estimate_duration=False,  # L-BFGS usually converges long before max_iters
+            )
         spent = start_evals + sum(o["evals"] for o in outputs)
         report = [
             {"iterations": o["iterations"], "grad_evals": o["evals"], "best_iteration": o["best_iter"],

@@ -26,6 +26,7 @@ from .. import modes as M
 from ..errors import NonFiniteDensityError
 from ..result import Budget
 from ..target import Target
+from .threads import one_blas_thread
 
 MODE_SEARCH_SHARE = 0.05
 """The share of a run's gradient budget the mode search may spend."""
@@ -59,8 +60,9 @@ def peaks_for_starts(target: Target, seed: int, budget: Budget, chains: int) -> 
     if chains < 2 or limit is None:
         return None
     try:
-        return M.find_modes(target, M.search_rng(seed), starts=max(MODE_SEARCH_STARTS, 2 * chains),
-                            max_grad_evals=limit, quiet=MODE_SEARCH_QUIET)
+        with one_blas_thread():  # L-BFGS-B's small BLAS calls: 3-8x slower on BLAS's threads
+            return M.find_modes(target, M.search_rng(seed), starts=max(MODE_SEARCH_STARTS, 2 * chains),
+                                max_grad_evals=limit, quiet=MODE_SEARCH_QUIET)
     except NonFiniteDensityError:  # no start reached a finite density: the usual starts say why
         return None
 
@@ -120,7 +122,9 @@ def approximation_peaks(target: Target, draws: np.ndarray, seed: int, limit: int
     try:
         # a stream of its own: a fit's own mode search (NN4Post's) has already looked with search_rng's
         rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9EA5]))
-        search = M.find_modes(target, rng, starts=MODE_SEARCH_STARTS, max_grad_evals=limit, quiet=MODE_SEARCH_QUIET)
+        with one_blas_thread():
+            search = M.find_modes(target, rng, starts=MODE_SEARCH_STARTS, max_grad_evals=limit,
+                                  quiet=MODE_SEARCH_QUIET)
     except NonFiniteDensityError:
         return [], 0
     return unvisited_message(search, draws), search.grad_evals

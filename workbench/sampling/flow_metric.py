@@ -46,7 +46,7 @@ from ..mcmc.flow import Flow, finite_rows, flow_density, gradients, pack_with_ta
 from ..mcmc.flow_fit import MAX_ROUNDS, MIN_GAIN, FlowFit, fit_flow
 from ..result import Result
 from ..running.phases import Phases
-from ..running.threads import blas_controller
+from ..running.threads import one_blas_thread
 from ..target import Target
 from .chain_sampler import Chains, start_chains
 from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
@@ -278,7 +278,7 @@ def _run_phases(method, chains: Chains) -> Result:
         # the first fit ranks the preconditioners: where the diagonal metric already fits, no layer.
         # One BLAS thread: BLAS's idle threads spin after a call and took the cores from the
         # chains' threads and the health check that follow (gauss100: the check 0.07 s, not 0.04)
-        with blas_controller().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             fit = fit_flow(x_all, g_all, fit_rng, max_rounds=MAX_ROUNDS if flow_allowed else 0,
                            easy_per_coordinate=EASY_PER_COORDINATE if first else 0.0)
         training += time.perf_counter() - start
