@@ -260,15 +260,73 @@ def split_halves(n: int) -> tuple[tuple[slice, slice], tuple[slice, slice]]:
     return (slice(0, h), slice(h, n)), (slice(h, n), slice(0, h))
 
 
+# The particles' weighted moments and the Cholesky factor below are compiled loops, not BLAS
+# and LAPACK: those sum in an order of their own for each CPU type (OpenBLAS picks its kernels at
+# load), and the adaptive ladder turns a last-bit difference into other draws. With ``w @ x`` and
+# ``np.linalg.cholesky`` the same seed drew other particles under OpenBLAS's Haswell kernels (an
+# AMD EPYC) than under its SkylakeX ones (an Intel Xeon); with these it draws the same.
+
+
+@jit
+def weighted_mean(x, w):
+    """sum_n w_n x_n, row by row: (n, d) -> (d,)."""
+    out = np.zeros(x.shape[1])
+    for n in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            out[k] += w[n] * x[n, k]
+    return out
+
+
+@jit
+def weighted_covariance(centred, w):
+    """sum_n w_n c_n c_n^T of centred rows: (n, d) -> (d, d)."""
+    d = centred.shape[1]
+    out = np.zeros((d, d))
+    for n in range(centred.shape[0]):
+        for i in range(d):
+            wc = w[n] * centred[n, i]
+            for j in range(i + 1):
+                out[i, j] += wc * centred[n, j]
+    for i in range(d):
+        for j in range(i):
+            out[j, i] = out[i, j]
+    return out
+
+
+@jit
+def lower_cholesky(a):
+    """(L, ok): the lower Cholesky factor of the symmetric ``a``, column by column; ok is False
+    where ``a`` is not numerically positive definite."""
+    d = a.shape[0]
+    low = np.zeros((d, d))
+    for j in range(d):
+        s = a[j, j]
+        for k in range(j):
+            s -= low[j, k] * low[j, k]
+        if not (s > 0.0 and math.isfinite(s)):
+            return low, False
+        low[j, j] = math.sqrt(s)
+        for i in range(j + 1, d):
+            s = a[i, j]
+            for k in range(j):
+                s -= low[i, k] * low[j, k]
+            low[i, j] = s / low[j, j]
+    return low, True
+
+
+def _normalised(log_w: np.ndarray) -> np.ndarray:
+    w = np.exp(log_w - np.max(log_w))
+    return w / w.sum()
+
+
 def stage_correlation(start: np.ndarray, now: np.ndarray, log_w: np.ndarray) -> float:
     """The weighted correlation between the particles' positions at the start of a stage's moves
     and now, averaged over the coordinates: how much of where they started they still remember."""
-    w = np.exp(log_w - np.max(log_w))
-    w /= w.sum()
-    a = start - w @ start
-    b = now - w @ now
-    cov = w @ (a * b)
-    sd = np.sqrt((w @ (a * a)) * (w @ (b * b)))
+    w = _normalised(log_w)
+    a = start - weighted_mean(start, w)
+    b = now - weighted_mean(now, w)
+    cov = weighted_mean(a * b, w)
+    sd = np.sqrt(weighted_mean(a * a, w) * weighted_mean(b * b, w))
     ok = sd > 0
     return float(np.mean(np.abs(cov[ok] / sd[ok]))) if np.any(ok) else 0.0
 
@@ -280,19 +338,15 @@ def particle_metric(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray,
     which the kernel reads as "diagonal"). Where the particles have collapsed onto one value
     (variance 0 or not finite) the previous variances are kept, and a covariance that is not
     positive definite falls back to the diagonal."""
-    w = np.exp(log_w - np.max(log_w))
-    w /= w.sum()
-    mean = w @ x
-    centred = x - mean
-    var = w @ centred**2
+    w = _normalised(log_w)
+    centred = np.ascontiguousarray(x - weighted_mean(x, w))
+    var = weighted_mean(centred**2, w)
     good = np.isfinite(var) & (var > 0)
     inv_mass = np.ascontiguousarray(np.where(good, var, previous))
     if dense and np.all(good):
-        cov = (centred * w[:, None]).T @ centred
-        try:
-            return inv_mass, np.ascontiguousarray(np.linalg.cholesky(cov))
-        except np.linalg.LinAlgError:
-            pass
+        chol, ok = lower_cholesky(weighted_covariance(centred, w))
+        if ok:
+            return inv_mass, chol
     return inv_mass, DIAGONAL_METRIC
 
 

@@ -98,3 +98,26 @@ def test_dense_moves_keep_a_correlated_gaussian_and_its_correlations(kernel):
     # each covariance entry within 4 of its standard errors, sqrt((S_ij^2 + S_ii S_jj) / N)
     se_cov = np.sqrt((cov ** 2 + np.outer(np.diag(cov), np.diag(cov))) / N)
     assert np.all(np.abs(np.cov(x.T) - cov) < 4 * se_cov), (np.cov(x.T) - cov) / se_cov
+
+
+def test_the_particles_moments_and_cholesky_factor_match_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 4)) @ np.array([[2.0, 0, 0, 0], [0.5, 1, 0, 0], [0, 0.3, 0.5, 0], [0, 0, 0.1, 3]])
+    w = rng.random(300)
+    w /= w.sum()
+    mean = M.weighted_mean(x, w)
+    np.testing.assert_allclose(mean, np.average(x, axis=0, weights=w), rtol=1e-12)
+    cov = M.weighted_covariance(np.ascontiguousarray(x - mean), w)
+    np.testing.assert_allclose(cov, np.cov(x.T, aweights=w, bias=True), rtol=1e-12)
+    chol, ok = M.lower_cholesky(cov)
+    assert ok
+    np.testing.assert_allclose(chol, np.linalg.cholesky(cov), rtol=1e-12)
+    _, ok = M.lower_cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]))  # eigenvalues 3 and -1
+    assert not ok
+
+
+def test_a_covariance_that_is_not_positive_definite_leaves_the_diagonal_metric():
+    x = np.repeat(np.array([[1.0, 2.0], [3.0, 6.0]]), 50, axis=0)  # the second coordinate twice the first
+    inv_mass, chol = M.particle_metric(x, np.zeros(100), np.ones(2), dense=True)
+    np.testing.assert_allclose(inv_mass, [1.0, 4.0])
+    assert chol.shape == (1, 1)
