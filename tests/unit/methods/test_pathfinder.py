@@ -148,18 +148,28 @@ def _log_log_regression(seed: int = 1, p: int = 8, n: int = 60) -> "wb.Target":
 
 
 def test_a_single_path_at_the_joint_mode_is_flagged_by_how_far_the_weights_move_its_mean():
-    """Measured: one path ends 0.9 sd off in log sigma with k-hat 0.36-0.65 on such regressions;
-    k-hat alone is silent there, the weights' mean shift is not. Checked against a long NUTS run."""
+    """Measured: one path ends 0.9 sd off in log sigma with k-hat 0.4-1.6 on such regressions;
+    where k-hat is silent (<= 0.7), the weights' mean shift is not. Every run is flagged by one of
+    the two. Over seeds 0-7: which seeds have k-hat <= 0.7 depends on the CPU (the path's L-BFGS
+    sums in the order of OpenBLAS's kernel for it), and every kernel tried gave at least one.
+    Checked against a long NUTS run."""
     t = _log_log_regression()
     ref = wb.methods.NUTS(chains=4, warmup=1000, draws=2500, metric="low_rank", progress=False).run(t, seed=5)
     ref_draws = ref.flat_draws()
-    r = Pathfinder().run(t, seed=1)
-    err = np.abs(r.flat_draws().mean(0) - ref_draws.mean(0)) / ref_draws.std(0)
-    assert err[-1] > 0.5 and np.argmax(err) == t.dim - 1  # log sigma, the last coordinate
-    assert r.info["pareto_k"] <= 0.7  # k-hat does not see it
-    assert any(m.startswith("weights move the mean") for m in r.messages)
-    shift = r.info["mean_shift"]
-    assert np.argmax(np.abs(shift)) == t.dim - 1 and shift[-1] > 0.3  # towards the posterior mean: up
+    silent_k_hat = 0
+    for seed in range(8):
+        r = Pathfinder().run(t, seed=seed)
+        err = np.abs(r.flat_draws().mean(0) - ref_draws.mean(0)) / ref_draws.std(0)
+        assert np.argmax(err) == t.dim - 1, seed  # log sigma, the last coordinate, is the worst
+        if r.info["pareto_k"] > 0.7:
+            assert any("k-hat" in m for m in r.messages), seed
+            continue
+        silent_k_hat += 1  # k-hat does not see it; the weights' mean shift does
+        assert err[-1] > 0.5, seed
+        assert any(m.startswith("weights move the mean") for m in r.messages), seed
+        shift = r.info["mean_shift"]
+        assert np.argmax(np.abs(shift)) == t.dim - 1 and shift[-1] > 0.0, seed  # towards the posterior mean: up
+    assert silent_k_hat >= 1
 
 
 def test_paths_that_end_apart_are_flagged_and_agreeing_paths_are_not():
