@@ -202,7 +202,7 @@ class Pathfinder(Method):
             budget = dataclasses.replace(budget, grad_evals=max(budget.grad_evals - start_evals, 0))
         limit = self._path_budget(target, budget)
         controls = np.zeros((self.paths, 2), dtype=np.int64)
-        with one_blas_thread():  # the paths' small BLAS calls, on their threads: 2.5x faster on gauss100
+        with one_blas_thread():  # the paths' small BLAS calls, on their threads (gauss100: 0.24 s -> 0.19 s)
             outputs, interrupted = run_in_threads(
                 lambda i: self._guarded_path(target, x0[i], rngs[i], limit, controls[i], i),
                 controls, self.max_iters, self.progress, f"{self.name} on {target.name}",

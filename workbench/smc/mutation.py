@@ -296,7 +296,9 @@ def weighted_covariance(centred, w):
 @jit
 def lower_cholesky(a):
     """(L, ok): the lower Cholesky factor of the symmetric ``a``, column by column; ok is False
-    where ``a`` is not numerically positive definite."""
+    where ``a`` is not numerically positive definite. The LGCP density's ``cholesky_in_place``
+    (``targets/latent.py``) is the same loop compiled with fastmath for speed: reassociation
+    follows the CPU's vector width, which is what this one must not depend on."""
     d = a.shape[0]
     low = np.zeros((d, d))
     for j in range(d):
