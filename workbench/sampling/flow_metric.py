@@ -114,16 +114,6 @@ NOT_FOUND_WARMUP = 1.0
 # (the first phase's eigen-directions of few draws cost gradients), passing as often on the
 # benchmark rows (nuts_auto.csv; centred eight schools 131 of 240 seeds with it and 0.25, 138 without)
 FIRST_METRIC_AUTO = "low_rank"
-# ... with its covariances regularised by at least this gamma (the low-rank metric's own default is
-# the paper's 1e-5). The first phase's windows hold about as many draws as dimensions, so both
-# covariances are rank-deficient, and gamma sets the variance the metric gives a direction no draw
-# explored: about sqrt(gamma) of the diagonal's. At 1e-5 such directions, shrunk 300-fold, were
-# chosen by round-off, which differs between CPUs' BLAS kernels. With 1e-3 centred eight schools
-# passes posteriordb's standard in more seeds, with more ESS per gradient, under both BLAS kernels
-# measured, and about as often under either. The later low-rank warmups, whose windows are longer,
-# keep the method's gamma: 1e-3 there lost Brownian motion passes (paired seeds; the commit that
-# set this constant gives the counts)
-FIRST_PHASE_GAMMA = 1e-3
 # metric="auto" fits a flow's layers up to this dimension: their fit's driver scores cost O(n d^2)
 # (12.9 s at d = 1,000, where NUTS draws 200 in 0.5 s); above it "auto" ranks the diagonal and
 # low-rank metrics alone (what metric="flow" asks for, it still does)
@@ -261,12 +251,8 @@ def _run_phases(method, chains: Chains) -> Result:
     flow_allowed = method.metric == "flow" or target.dim <= AUTO_FLOW_MAX_DIM
     first_draws = iterations(FIRST_PHASE[1])
     tail = int(FIRST_TAIL * first_draws) if method.keeps_warmup_draws else 0
-    first_phase_metric = first_metric(method)
-    regularised = {}
-    if first_phase_metric == "low_rank":
-        regularised["metric_gamma"] = max(method.metric_gamma, FIRST_PHASE_GAMMA)
-    run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric=first_phase_metric,
-                     warmup=iterations(FIRST_PHASE[0]), draws=first_draws - tail, **regularised, **init)
+    run = phases.run(target, seeds[0], phases.share(PHASE_BUDGET[0]), metric=first_metric(method),
+                     warmup=iterations(FIRST_PHASE[0]), draws=first_draws - tail, **init)
     x_all, g_all = np.zeros((0, target.dim)), np.zeros((0, target.dim))
     last_x = target.initial_point[None].repeat(method.chains, 0)
     warm = [run.warmup_draws, run.draws]  # every iteration before the final draws, in x (chains, n, d)

@@ -137,33 +137,6 @@ def test_auto_s_first_phase_samples_with_the_low_rank_metric_and_flow_s_with_the
     assert first == {"auto": "low_rank", "flow": "diag", "mams": "diag"}
 
 
-
-@pytest.mark.parametrize("gamma, first_gamma", [(1e-5, 1e-3), (1e-2, 1e-2)])
-def test_auto_s_first_phase_regularises_its_low_rank_metric_more_and_later_phases_keep_the_methods(
-        monkeypatch, gamma, first_gamma):
-    """The first phase's windows hold about as many draws as dimensions: its covariances are
-    regularised by at least FIRST_PHASE_GAMMA; the low-rank metric's later warmups, and a gamma
-    the user raised above it, keep ``metric_gamma``."""
-    from workbench.running.phases import Phases
-    from workbench.sampling import flow_metric
-
-    phases = []
-    run = Phases.run
-
-    def recorded(self, target, seed, grad_evals, **settings):
-        result = run(self, target, seed, grad_evals, **settings)
-        phases.append((settings.get("metric"), settings.get("metric_gamma", gamma), result.info.get("metric")))
-        return result
-
-    monkeypatch.setattr(Phases, "run", recorded)
-    corr = wb.targets.gaussian(dim=10, correlation=0.9)
-    res = wb.methods.NUTS(chains=2, draws=100, metric_gamma=gamma, progress=False).run(corr, seed=0)
-    assert flow_metric.FIRST_PHASE_GAMMA == 1e-3
-    assert res.info["metric_chosen"] == "low_rank"
-    assert phases[0] == ("low_rank", first_gamma, "low_rank")
-    later = [p for p in phases[1:] if p[2] == "low_rank"]
-    assert later and all(g == gamma for _, g, _ in later)
-
 def test_auto_ranks_the_linear_metrics_alone_above_the_flows_dimension():
     """Above ``AUTO_FLOW_MAX_DIM`` a flow's fit (O(n d^2)) would cost more than the sampling:
     "auto" fits no layer there and chooses between the diagonal and low-rank metrics."""
