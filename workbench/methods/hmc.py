@@ -299,11 +299,12 @@ class NUTS(_Hamiltonian):
     """The No-U-Turn Sampler: multinomial NUTS with the generalised criterion (Hoffman &
     Gelman 2014, Algorithm 3; Betancourt 2017, sec. A.4, Stan's form).
 
-    Step size by dual averaging toward ``target_accept`` (0.8) of the symmetric acceptance
-    statistic (nutpie's), jittered by +-``jitter`` (10%) each transition; trees up to
-    ``max_depth`` doublings; a divergence when the energy error exceeds ``max_energy_error``
-    (1000). See ``workbench/mcmc/trajectory.py``. Under a gradient budget, warmup and tree
-    depth are bounded so the run ends with draws (:func:`budget_limits`).
+    Step size by dual averaging toward ``target_accept`` (0.8; on a learned flow at least 0.9,
+    ``flow_metric.FLOW_TARGET_ACCEPT``) of the symmetric acceptance statistic (nutpie's),
+    jittered by +-``jitter`` (10%) each transition; trees up to ``max_depth`` doublings; a
+    divergence when the energy error exceeds ``max_energy_error`` (1000). See
+    ``workbench/mcmc/trajectory.py``. Under a gradient budget, warmup and tree depth are
+    bounded so the run ends with draws (:func:`budget_limits`).
 
     ``metric``: ``"auto"`` (default; ``workbench/sampling/flow_metric.py``) warms up in phases:
     the first phase's draws (sampled with the low-rank metric) and their gradients rank the
