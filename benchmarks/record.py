@@ -19,8 +19,7 @@ CSV_DIR = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 def blas_kernels() -> str:
     """The kernels OpenBLAS chose for this CPU (``Haswell``, ``SkylakeX``, ...), as threadpoolctl
     reports them. They sum in orders of their own, and a sampler's adaptation turns that into
-    other draws: on centred eight schools, NUTS's default passed posteriordb's standard in 33 of 60
-    seeds under SkylakeX's kernels and 20 of 60 under Haswell's, on one machine."""
+    other draws for the same seed: a row's pass count is the kernels' as well as the code's."""
     import numpy  # noqa: F401 - loads the BLAS that threadpoolctl looks for
     from threadpoolctl import threadpool_info
 

@@ -33,12 +33,11 @@ their command) and regenerate, never the page.
 
 Ratios are measured in one run on one machine (ours / theirs, auto / diag), so the machine's
 load cancels; absolute seconds are the machine's and vary by tens of percent between runs on a
-shared machine. Pass counts depend on the machine's BLAS kernels too: OpenBLAS chooses them by
-CPU, each sums in an order of its own, and an adaptive sampler turns that into other draws
-(centred eight schools from `NUTS()`'s defaults, seeds 0-59 on one machine: 33 passing under
-OpenBLAS's SkylakeX kernels, 20 under its Haswell ones). The machine column names the kernels;
-a row that does not was measured before they were recorded, on a machine whose draws match
-SkylakeX's kernels (the centred eight-schools row of nuts_auto.csv, to the digit).
+shared machine. A seed's draws depend on the machine's BLAS kernels too: OpenBLAS chooses them
+by CPU, each sums in an order of its own, and an adaptive sampler turns that into other draws.
+Pass rates over many seeds agree between kernels within their seed noise, but a row of 20 seeds
+can differ by several runs. The machine column names the kernels; a row that does not was
+measured before they were recorded (on OpenBLAS's SkylakeX kernels).
 """
 
 # Every benchmark: (command, what it measures, where the numbers go).
