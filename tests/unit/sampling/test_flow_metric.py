@@ -93,7 +93,10 @@ def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagona
     ((0.5, 0.4, 0.1), 1, "diag", "diag"),             # easy: 0.05 per coordinate
     ((40.0, 0.1, 20.0), 1, "low_rank", "low_rank"),   # a correlated Gaussian
     ((40.0, 30.0, 5.0), 1, "flow", "low_rank"),       # a banana: the flow halves the best linear loss
-    ((40.0, 39.0, 30.0), 1, "diag", "diag"),          # nothing helps enough
+    ((8.0, 7.9, 6.0), 1, "diag", "diag"),             # nothing helps enough, and the diagonal metric fits
+    ((40.0, 39.0, 30.0), 1, "flow", "diag"),          # no linear map fits (LINEAR_MISFIT): the flow goes on learning
+    ((30.0, 20.0, 15.0), 1, "flow", "low_rank"),      # ... also where the low-rank metric beats the diagonal one
+    ((30.0, 20.0, 25.0), 1, "low_rank", "low_rank"),  # ... but not a flow that fits worse than the low-rank metric
     ((40.0, 39.0, 40.0), 0, "flow", "diag"),          # no layer learnt yet from draws that fit badly: go on learning
     ((0.5, 0.5, 0.5), 0, "diag", "diag"),             # no layer, and none needed
     ((1.6e7, 1.5e7, 1e7), 1, "low_rank", "low_rank"),  # nothing fits: the low-rank metric learns its own
