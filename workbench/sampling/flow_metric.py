@@ -127,11 +127,9 @@ FLOW_TARGET_ACCEPT = 0.9
 # low-rank metrics alone (what metric="flow" asks for, it still does)
 AUTO_FLOW_MAX_DIM = 500
 # the best linear map's held-out Fisher divergence per coordinate above which it does not fit (a
-# Gaussian's variances off by a factor of 2 in every coordinate give 1): there a flow that beats it,
-# by any margin, goes on learning in its phases. On centred eight schools the runs whose first fit
-# chose the low-rank metric (its loss 2-6 per coordinate, the flow's 1.2-4) failed the standard in
-# every seed; the rows that choose it for speed (regressions, a Brownian motion, a log-Gaussian Cox
-# process) leave it below 1
+# Gaussian's variances off by 2x everywhere give 1): a flow that beats it by any margin goes on
+# learning. Centred eight schools' runs that chose the low-rank metric there (2-6; the flow 1.2-4)
+# all failed the standard; the rows that choose it for speed (regressions, LGCP) leave it below 1
 LINEAR_MISFIT = 1.0
 
 
@@ -141,9 +139,9 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     the low-rank metric when it improves on the diagonal by ``MIN_GAIN`` (and is considered); the
     flow only when it halves (``FLOW_GAIN``) the best linear map's loss, since its phases and its
     layers cost more than either, unless no linear map fits (``LINEAR_MISFIT``): then a flow that
-    beats the best of them goes on learning. When the diagonal metric fits badly and no layer was kept (the
-    first draws have not reached far enough for a layer to show on held-out ones: a banana whose
-    chains have not yet been down its arms), the flow's phases go on learning; they sample with
+    beats the best of them goes on learning. When the diagonal metric fits badly and no layer was
+    kept (the first draws have not reached far enough for a layer to show on held-out ones: a
+    banana whose chains have not yet been down its arms), the flow's phases go on learning; they sample with
     the diagonal metric until a fit beats it. When nothing fits (``NOTHING_FITS``), ``"auto"``
     goes on with the low-rank metric, which learns its own, rather than keep a diagonal fitted to
     draws that have not found the posterior's scales. Without ``flow_allowed`` the choice is
