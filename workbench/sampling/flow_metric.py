@@ -140,12 +140,12 @@ def first_choice(fit: FlowFit, dim: int, consider_low_rank: bool, flow_allowed: 
     flow only when it halves (``FLOW_GAIN``) the best linear map's loss, since its phases and its
     layers cost more than either, unless no linear map fits (``LINEAR_MISFIT``): then a flow that
     beats the best of them goes on learning. When the diagonal metric fits badly and no layer was
-    kept (the first draws have not reached far enough for a layer to show on held-out ones: a
-    banana whose chains have not yet been down its arms), the flow's phases go on learning; they sample with
-    the diagonal metric until a fit beats it. When nothing fits (``NOTHING_FITS``), ``"auto"``
+    kept (the first draws have not reached far enough for a layer to show on held-out ones: a banana
+    whose chains have not yet been down its arms), the flow's phases go on learning; they sample
+    with the diagonal metric until a fit beats it. When nothing fits (``NOTHING_FITS``), ``"auto"``
     goes on with the low-rank metric, which learns its own, rather than keep a diagonal fitted to
-    draws that have not found the posterior's scales. Without ``flow_allowed`` the choice is
-    between the linear maps."""
+    draws that have not found the posterior's scales. Without ``flow_allowed`` the choice is between
+    the linear maps."""
     if fit.diagonal_loss / dim < EASY_PER_COORDINATE:
         return "diag"
     linear = fit.diagonal_loss
