@@ -130,17 +130,40 @@ def test_a_dense_metric_that_would_not_fit_in_memory_is_refused():
         wb.methods.NUTS(metric="dense", chains=1, warmup=10, draws=10, progress=False).run(t, seed=0)
 
 
-def test_a_failed_metric_estimate_falls_back_to_the_diagonal_with_a_warning():
+def test_a_failed_metric_estimate_mid_warmup_is_reported_without_a_warning():
     """Draws of scale 1e170 overflow the estimator's covariances while the diagonal is still
-    far off: those estimates are unusable. The chain goes on with the diagonal alone, says so
-    in the result and warns; it does not crash."""
+    far off: those estimates are unusable. The chain goes on with the diagonal alone until the
+    next window's estimate, does not crash, and says so in the result; the last estimates are
+    usable (a 4-d Gaussian's metric keeps all 4 directions), so the draws use the metric asked
+    for and nothing is worth a warning."""
     t = wb.targets.gaussian(4, scales=1e170)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = wb.methods.NUTS(chains=2, warmup=300, draws=100, metric="low_rank", progress=False).run(t, seed=2)
     assert res.info["metric_fallbacks"] > 0 and res.draws.shape == (2, 100, 4)
+    assert res.info["metric_rank"] == [4, 4]
     assert any("not finite or not positive definite" in m for m in res.messages)
-    assert any(issubclass(w.category, RuntimeWarning) and "diagonal alone" in str(w.message) for w in caught)
+    assert not any("diagonal alone" in str(w.message) for w in caught)
+
+
+def test_a_failed_last_metric_estimate_warns_that_the_chain_sampled_on_the_diagonal():
+    """With 4 warmup iterations a chain makes one or two estimates, all while its draws are of
+    scale 1e170; where its last one fails (its rank is 0: a usable estimate keeps all 4
+    directions) the run warns, naming how many chains sampled on the diagonal alone."""
+    t = wb.targets.gaussian(4, scales=1e170)
+    warned_runs = 0
+    for seed in range(4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = wb.methods.NUTS(chains=2, warmup=4, draws=20, metric="low_rank", progress=False).run(t, seed=seed)
+        on_diagonal = sum(rank == 0 for rank in res.info["metric_rank"])
+        warned = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
+                  and "sampled on the diagonal alone" in str(w.message)]
+        assert len(warned) == (1 if on_diagonal else 0), (seed, res.info["metric_rank"], warned)
+        if on_diagonal:
+            assert f"in {on_diagonal} of 2 chains the last one did" in warned[0]
+            warned_runs += 1
+    assert warned_runs >= 2
 
 
 def test_nuts_on_a_flow_samples_neals_funnel_without_a_divergence():

@@ -109,7 +109,8 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
     ``if transform is not None`` branch by the argument's type, so each kernel holds one NUTS
     tree, not both (the one kernel that held both took 40 s to compile, on one core).
     ``adapt_log`` gets (metric estimates, estimates that failed and left the diagonal alone,
-    warmup iterations run, times the target acceptance was raised, the final target x 1e4).
+    warmup iterations run, times the target acceptance was raised, the final target x 1e4,
+    1 if the last estimate failed, so that the draws use the diagonal alone).
     Returns (iterations done, gradient evaluations, of which in warmup, final step).
     """
     d = x.size
@@ -234,8 +235,10 @@ def _hamiltonian_chain(logp_grad, data, x, rng, settings, schedule, inv_mass, tr
                     rank = A.fisher_metric(draws, grads, settings.gamma, settings.cutoff, settings.max_rank,
                                            transform.sigma, transform.vecs, transform.sqrt_vals)
                     adapt_log[0] += 1
+                    adapt_log[5] = 0
                     if rank < 0:  # unusable (non-finite): the diagonal alone
                         adapt_log[1] += 1
+                        adapt_log[5] = 1
                         rank = 0
                     transform.rank[0] = rank
                     # the map changed: the chain's state in its new coordinates (an update

@@ -210,7 +210,7 @@ class _Hamiltonian(ChainSampler):
         else:  # the diagonal kernel takes no map (mcmc/chains.py)
             transforms = [None] * n_chains
             inv_mass = start_inv_mass
-        adapt_log = np.zeros((n_chains, 5), dtype=np.int64)  # see mcmc/chains.py
+        adapt_log = np.zeros((n_chains, 6), dtype=np.int64)  # see mcmc/chains.py
         # The low-rank and dense estimators call LAPACK inside the chains' threads: with BLAS's
         # own threads on top, small eigen-decompositions ran 8x slower (measured, 2 cores).
         blas = one_blas_thread() if transformed else contextlib.nullcontext()
@@ -259,7 +259,13 @@ class _Hamiltonian(ChainSampler):
             result.messages.append(
                 f"{failed} of {updates} {self.metric} metric estimates were not finite or not positive definite: "
                 "those kept the diagonal alone")
-            warnings.warn(f"{self.name} on {target.name}: {result.messages[-1]}", RuntimeWarning, stacklevel=3)
+            # a window that failed mid-warmup only slows the warmup (the next window estimates afresh);
+            # a failed last one leaves the draws on the diagonal, not the metric asked for
+            last_failed = int(adapt_log[:, 5].sum())
+            if last_failed:
+                result.messages[-1] += (f", and in {last_failed} of {n_chains} chains the last one did: those "
+                                        f"chains sampled on the diagonal alone, not the {self.metric} metric")
+                warnings.warn(f"{self.name} on {target.name}: {result.messages[-1]}", RuntimeWarning, stacklevel=3)
         return result
 
 
