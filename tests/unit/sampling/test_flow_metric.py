@@ -87,34 +87,6 @@ def test_auto_takes_the_low_rank_metric_on_a_correlated_gaussian_and_the_diagona
     assert res.info["metric"] == easy.info["metric"] == "auto"
 
 
-# the losses (diagonal, low-rank, flow), the layers the flow kept, the choice, and the choice
-# without the flow (metric="auto" above AUTO_FLOW_MAX_DIM)
-@pytest.mark.parametrize(("losses", "layers", "expected", "without_flow"), [
-    ((0.5, 0.4, 0.1), 1, "diag", "diag"),             # easy: 0.05 per coordinate
-    ((40.0, 0.1, 20.0), 1, "low_rank", "low_rank"),   # a correlated Gaussian
-    ((40.0, 30.0, 5.0), 1, "flow", "low_rank"),       # a banana: the flow halves the best linear loss
-    ((8.0, 7.9, 6.0), 1, "diag", "diag"),             # nothing helps enough, and the diagonal metric fits
-    ((40.0, 39.0, 30.0), 1, "flow", "diag"),          # no linear map fits (LINEAR_MISFIT): the flow goes on learning
-    ((30.0, 20.0, 15.0), 1, "flow", "low_rank"),      # ... also where the low-rank metric beats the diagonal one
-    ((30.0, 20.0, 25.0), 1, "low_rank", "low_rank"),  # ... but not a flow that fits worse than the low-rank metric
-    ((40.0, 39.0, 40.0), 0, "flow", "diag"),          # no layer learnt yet from draws that fit badly: go on learning
-    ((0.5, 0.5, 0.5), 0, "diag", "diag"),             # no layer, and none needed
-    ((1.6e7, 1.5e7, 1e7), 1, "low_rank", "low_rank"),  # nothing fits: the low-rank metric learns its own
-    ((1.6e7, np.nan, 1e7), 1, "low_rank", "low_rank"),  # ... also where the low-rank fit failed
-])
-def test_the_first_fit_chooses_the_preconditioner(losses, layers, expected, without_flow):
-    from workbench.mcmc.flow import Coupling, Flow
-    from workbench.mcmc.flow_fit import FlowFit
-    from workbench.sampling.flow_metric import first_choice
-
-    diagonal, low_rank, flow = losses
-    kept = (Coupling.identity(np.array([1]), np.array([[0]])),) * layers
-    fit = FlowFit(Flow(np.zeros(10), np.ones(10), kept), diagonal, flow, [], 600, 1.0, low_rank)
-    assert first_choice(fit, 10, consider_low_rank=True) == expected
-    assert first_choice(fit, 10, consider_low_rank=False) != "low_rank"
-    assert first_choice(fit, 10, consider_low_rank=True, flow_allowed=False) == without_flow
-
-
 def test_auto_s_first_phase_samples_with_the_low_rank_metric_and_flow_s_with_the_diagonal(monkeypatch):
     """On a correlated posterior the diagonal metric's trees are long: "auto", which ranks the
     low-rank metric among its candidates, samples its first phase with it (FIRST_METRIC_AUTO);
@@ -284,7 +256,7 @@ def test_the_draws_halve_their_step_only_where_the_phases_on_the_flow_diverged(m
 @pytest.mark.parametrize(("method", "share"), [("NUTS", "EASY_WARMUP"), ("MAMS", "EASY_WARMUP_STAGED")])
 def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
     from workbench.running.phases import Phases
-    from workbench.sampling import flow_metric
+    from workbench.sampling import metric_choice
 
     warmups, original = [], Phases.run
 
@@ -298,7 +270,7 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
     # the first phase; for NUTS, 25 more draws of it with no warmup (MAMS keeps no warmup draws to
     # learn from, so its first phase has them all); the last warmup
     assert res.info["metric_chosen"] == "diag" and warmups[1:-1] == ([0] if method == "NUTS" else [])
-    assert warmups[-1] == int(getattr(flow_metric, share) * 500)
+    assert warmups[-1] == int(getattr(metric_choice, share) * 500)
 
 
 
@@ -347,7 +319,7 @@ def test_where_nothing_fits_the_first_draws_the_low_rank_metric_warms_up_for_a_w
     sampling began in 5 of seeds 21-100 (R-hat 1.46 and 1.54 in seeds 41 and 91); with a whole
     warmup they pass, as do seeds 1-20."""
     from workbench.diagnostics import chain_diagnostics, passes_reference_standard
-    from workbench.sampling.flow_metric import LOW_RANK_WARMUP, NOT_FOUND_WARMUP
+    from workbench.sampling.metric_choice import LOW_RANK_WARMUP, NOT_FOUND_WARMUP
 
     rng = np.random.default_rng(0)
     scales = np.logspace(-2, 2, 25)
