@@ -12,9 +12,11 @@ A seed whose b^2 does not settle below 0.01 within the budget counts as infinite
 gradients, so a median is "not within the budget" when most seeds did not cross.
 
 ``--warmup N``, ``--metric M``: MAMS with N tuning transitions or metric M (not recorded), to compare
-with its default's row.
+with its default's row. ``--nuts-metric diag``: against NUTS with the diagonal metric, MAMS's own
+preconditioner, instead of NUTS's default; recorded as rows of their own (``nuts`` says which NUTS),
+beside the default's, so that the table shows how much of the gap is the preconditioner.
 
-    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick] [--warmup N] [--metric M]
+    python benchmarks/mams_step.py [--seeds 5] [--record] [--quick] [--warmup N] [--metric M] [--nuts-metric M]
 """
 
 from __future__ import annotations
@@ -62,8 +64,14 @@ def median_or_nan(values) -> float:
     return m if math.isfinite(m) else math.nan
 
 
-def table(targets: dict, seeds: range, mams_settings: dict | None = None) -> pd.DataFrame:
+def nuts_label(nuts_metric: str | None) -> str:
+    """How the ``nuts`` column names the NUTS a row compares with."""
+    return "NUTS()" if nuts_metric is None else f"NUTS(metric='{nuts_metric}')"
+
+
+def table(targets: dict, seeds: range, mams_settings: dict | None = None, nuts_metric: str | None = None) -> pd.DataFrame:
     rows = []
+    nuts_settings = {} if nuts_metric is None else {"metric": nuts_metric}
     for name, (spec, budget) in targets.items():
         target = build_target(spec)
         shipped = shipped_reference(target) if target.truth is None else None
@@ -71,11 +79,11 @@ def table(targets: dict, seeds: range, mams_settings: dict | None = None) -> pd.
         draws = int(np.clip(budget // CHAINS // 2, 200, 50_000))  # room for the budget to end the run
         runs = {}
         for label, method in (("mams", MAMS(chains=CHAINS, draws=draws, progress=False, **(mams_settings or {}))),
-                              ("nuts", NUTS(chains=CHAINS, draws=draws, progress=False))):
+                              ("nuts", NUTS(chains=CHAINS, draws=draws, progress=False, **nuts_settings))):
             runs[label] = np.array([crossing(method, target, reference, s, budget) for s in seeds])
         mams, nuts = median_or_nan(runs["mams"][:, 0]), median_or_nan(runs["nuts"][:, 0])
-        rows.append({"target": name, "d": target.dim, "budget": budget, "mams_grads": round(mams, -2),
-                     "nuts_grads": round(nuts, -2), "ratio": round(mams / nuts, 2),
+        rows.append({"target": name, "nuts": nuts_label(nuts_metric), "d": target.dim, "budget": budget,
+                     "mams_grads": round(mams, -2), "nuts_grads": round(nuts, -2), "ratio": round(mams / nuts, 2),
                      "mams_crossed": int(np.isfinite(runs["mams"][:, 0]).sum()),
                      "nuts_crossed": int(np.isfinite(runs["nuts"][:, 0]).sum()),
                      "mams_accept": round(float(np.mean(runs["mams"][:, 1])), 3), "seeds": len(seeds)})
@@ -90,15 +98,22 @@ def main(argv=None) -> int:
     parser.add_argument("--record", action="store_true", help=f"write {CSV.relative_to(CSV_DIR.parents[1])}")
     parser.add_argument("--warmup", type=int, help="MAMS's tuning transitions (default: its own); not recorded")
     parser.add_argument("--metric", help="MAMS's metric (default: its own); not recorded")
+    parser.add_argument("--nuts-metric", help="NUTS's metric (default: NUTS()'s own); recorded as rows of their own")
     args = parser.parse_args(argv)
     settings = {k: v for k, v in (("warmup", args.warmup), ("metric", args.metric)) if v is not None}
     if settings and args.record:
         parser.error("--warmup and --metric compare a setting with the default's row: they are not recorded")
-    frame = table(QUICK_TARGETS if args.quick else TARGETS, range(1 if args.quick else args.seeds), settings)
-    print("\nMAMS / NUTS, gradients to b2_max < 0.01 (median over seeds, tuning included)")
+    frame = table(QUICK_TARGETS if args.quick else TARGETS, range(1 if args.quick else args.seeds), settings,
+                  args.nuts_metric)
+    print(f"\nMAMS / {nuts_label(args.nuts_metric)}, gradients to b2_max < 0.01 (median over seeds, tuning included)")
     print(frame.to_string(index=False))
     if args.record and not args.quick:
-        stamp(frame).to_csv(CSV, index=False)
+        recorded = stamp(frame)
+        if CSV.exists():  # the other NUTS's rows stay
+            kept = pd.read_csv(CSV)
+            kept = kept[kept["nuts"] != nuts_label(args.nuts_metric)]
+            recorded = pd.concat([kept, recorded], ignore_index=True)
+        recorded.to_csv(CSV, index=False)
         print(f"wrote {CSV.relative_to(CSV_DIR.parents[1])}")
     return 0
 

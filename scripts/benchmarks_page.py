@@ -58,7 +58,7 @@ COMMANDS = [
      "`MAMS(metric=\"auto\")` against `\"diag\"`: the measure that would change MAMS's default", "`mams_auto.csv`"),
     ("python benchmarks/mams_step.py --record",
      "MAMS (its step by dual averaging toward acceptance 0.9, no cap at L) against NUTS's default by the gradients "
-     "to b2_max < 0.01", "`mams_vs_nuts.csv`"),
+     "to b2_max < 0.01; `--nuts-metric diag` against NUTS on MAMS's diagonal preconditioner", "`mams_vs_nuts.csv`"),
     ("python benchmarks/vi_speed.py",
      "the VI methods' speed; the nn4post paper's 3-peak benchmark at N_d = 100, 1,000 and 10,000; batch-and-match "
      "against FullRankVI", "printed"),
@@ -124,11 +124,13 @@ SECTIONS = {
         "standard and E-BFMI, for the flow, the diagonal metric and nutpie's flow where it was run.",
     ),
     "mams_vs_nuts": (
-        "MAMS against NUTS's default, by b^2",
+        "MAMS against NUTS, by b^2",
         "Gradients (tuning included) after which the worst coordinate's b^2 stays below 0.01, median "
         "over seeds, a seed that did not cross within the budget counted as infinitely many (blank "
         "when most did not); `ratio` is MAMS / NUTS, `*_crossed` how many seeds crossed, "
-        "`mams_accept` MAMS's realised acceptance (its step is tuned toward 0.9).",
+        "`mams_accept` MAMS's realised acceptance (its step is tuned toward 0.9). `nuts` names the NUTS "
+        "compared with: its default, and with the diagonal metric, MAMS's own preconditioner (the gap "
+        "between the two is what NUTS's low-rank metric and flow buy).",
     ),
     "banana_nuts": (
         "NUTS's settings on the banana",
