@@ -23,7 +23,8 @@ outline; NeuTra, Hoffman et al. 2019, is the same idea trained by VI):
    fewest, as in a funnel's neck. The phases on a flow adapt their step to an acceptance of at
    least ``FLOW_TARGET_ACCEPT`` (0.9), for the same reason.
 
-The phases share ``warmup`` iterations (``FIRST_PHASE``, ``REFIT_PHASE``, ``LAST_WARMUP``). Every gradient of every phase is
+The phases share ``warmup`` iterations (``FIRST_PHASE``, ``REFIT_PHASE``, ``LAST_WARMUP``; MAMS's last phase
+``LAST_WARMUP_STAGED``, for its staged tuning). Every gradient of every phase is
 counted (one gradient of the transformed density is one of the target's), and so are the
 gradients at the draws the fits use (the sampler does not keep them). Fitting is wall time,
 reported apart (``info["flow"]["training_seconds"]``). If a fit's held-out Fisher divergence is
@@ -63,6 +64,10 @@ REFITS = 3
 FIRST_PHASE = (0.1, 0.1)
 REFIT_PHASE = (0.1, 0.1)
 LAST_WARMUP = 0.1
+# ... and MAMS's on the last fit, which tunes its step and then L in stages (as EASY_WARMUP_STAGED):
+# in a tenth its L stage had too few draws to measure and kept L = sqrt(d) (mams_auto.csv's rows
+# on a flow: the LGCP, the volatilities, centred eight schools)
+LAST_WARMUP_STAGED = 0.4
 # of the draws the first fit learns from, the share that are the first phase's last warmup
 # iterations (where the chains already sample the posterior): they decide the metric; where it is
 # the low-rank one, which learns its own, the first phase stops there. The diagonal metric and a
@@ -310,7 +315,8 @@ def _run_phases(method, chains: Chains) -> Result:
         final, warm_x, final_x, t_z = phase(diagonal, iterations(easy_warmup), n_draws, seeds[REFITS + 1], None,
                                             start=start)
     else:  # the last phase has what the others left of a budget
-        final, warm_x, final_x, t_z = phase(fit, iterations(LAST_WARMUP), n_draws, seeds[REFITS + 1], None,
+        last_warmup = LAST_WARMUP_STAGED if _diagonal_only(method) else LAST_WARMUP
+        final, warm_x, final_x, t_z = phase(fit, iterations(last_warmup), n_draws, seeds[REFITS + 1], None,
                                             **({"walnuts": True} if halving else {}))
     warm.append(warm_x)
     warmup_spent = spent_before_last + final.cost.warmup_grad_evals

@@ -274,6 +274,26 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
 
 
 
+@pytest.mark.parametrize(("method", "share"), [("NUTS", "LAST_WARMUP"), ("MAMS", "LAST_WARMUP_STAGED")])
+def test_on_a_flow_mams_last_phase_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
+    """MAMS tunes its step and then L in stages: a tenth of the warmup left its L stage too few draws."""
+    from workbench.running.phases import Phases
+    from workbench.sampling import flow_metric
+
+    warmups, original = [], Phases.run
+
+    def run(self, target, seed, grad_evals, **settings):
+        warmups.append(settings.get("warmup"))
+        return original(self, target, seed, grad_evals, **settings)
+
+    monkeypatch.setattr(Phases, "run", run)
+    sampler = getattr(wb.methods, method)(metric="flow", warmup=500, draws=100, progress=False)
+    res = sampler.run(wb.targets.banana(), seed=3)
+    assert res.info["flow"]["used"]
+    assert warmups[-1] == int(getattr(flow_metric, share) * 500)
+    assert flow_metric.LAST_WARMUP_STAGED > flow_metric.LAST_WARMUP
+
+
 @pytest.mark.parametrize("metric", ["auto", "flow"])
 def test_a_phased_runs_warnings_point_at_the_callers_line(metric):
     """Raised once, at the end, from the first line outside the package, however deep the phases
