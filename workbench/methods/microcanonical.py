@@ -257,7 +257,7 @@ class MAMS(_Microcanonical):
     metric ranks first, or the flow) that the held-out Fisher divergence of the first draws ranks
     best, as NUTS's default (both warm up for 1,000 transitions by default). ``inv_metric``: a
     diagonal preconditioner's variances, (d,) or (chains, d), that the chains start on and the
-    tuning keeps (its first stage then tunes the step alone).
+    tuning keeps (it then skips its first stage, which learns one).
     """
 
     family = "MCMC"
@@ -302,32 +302,35 @@ class MAMS(_Microcanonical):
         big_l = self.L or math.sqrt(d)
         adapt = self.step_size is None
         tune = K.TUNE_DUAL_AVERAGING if adapt else K.TUNE_NONE
-        half = self.warmup // 2
+        fixed = self.inv_metric is not None
+        # stage 1 learns the preconditioner; given one (metric="auto" where the diagonal fits), stages
+        # 2 and 3 have the whole warmup (a stage 1 tuning the step alone was overhead: mams_auto.csv)
+        half = 0 if fixed else self.warmup // 2
 
         def restart(step):
             st.tune[:] = (math.log(step), 0.0, 0.0, math.log(10.0 * step), 0.0)
 
-        if half:
-            # stage 1: L follows the step while the step adapts, L / eps = 3, the 3 of eps's start above
-            # (BlackJAX starts at 5; 2 and 5 there did no better by benchmarks/mams_step.py); its second
-            # half collects the draws and gradients of the preconditioner
-            restart(eps)
-            quarter = max(half // 2, 1)
-            ratio = 0.0 if self.L is not None else big_l / eps
-            _, eps = self._call(chains, target, st, control, quarter, tune=tune, eps=eps, big_l=big_l, warmup=True,
-                                cap=cap, l_over_eps=ratio)
-            fixed = self.inv_metric is not None  # a given preconditioner: stage 1 tunes the step alone
-            _, eps = self._call(chains, target, st, control, half - quarter, tune=tune, collect=not fixed, eps=eps,
-                                big_l=big_l, warmup=True, cap=cap, l_over_eps=ratio)
-            var = None if fixed else st.variances()
+        if self.warmup // 2:
             if fixed:
                 big_l = self.L or math.sqrt(d)
-            elif np.all(np.isfinite(var)) and np.all(var > 0):
-                st.sigma[:] = np.sqrt(var)
-                big_l = self.L or math.sqrt(d)  # the preconditioned posterior's size
-                eps = eps / float(np.sqrt(np.mean(var))) if adapt else eps
-            elif self.L is None:
-                big_l = ratio * eps
+            else:
+                # stage 1: L follows the step while the step adapts, L / eps = 3, the 3 of eps's start
+                # above (BlackJAX starts at 5; 2 and 5 there did no better by benchmarks/mams_step.py);
+                # its second half collects the draws and gradients of the preconditioner
+                restart(eps)
+                quarter = max(half // 2, 1)
+                ratio = 0.0 if self.L is not None else big_l / eps
+                _, eps = self._call(chains, target, st, control, quarter, tune=tune, eps=eps, big_l=big_l,
+                                    warmup=True, cap=cap, l_over_eps=ratio)
+                _, eps = self._call(chains, target, st, control, half - quarter, tune=tune, collect=True, eps=eps,
+                                    big_l=big_l, warmup=True, cap=cap, l_over_eps=ratio)
+                var = st.variances()
+                if np.all(np.isfinite(var)) and np.all(var > 0):
+                    st.sigma[:] = np.sqrt(var)
+                    big_l = self.L or math.sqrt(d)  # the preconditioned posterior's size
+                    eps = eps / float(np.sqrt(np.mean(var))) if adapt else eps
+                elif self.L is None:
+                    big_l = ratio * eps
             # stage 2: the step alone, for the L and preconditioner of stage 1
             restart(eps)
             stage = (self.warmup - half) // 2 if self.tune_L else self.warmup - half
