@@ -21,7 +21,8 @@ if it held 0.95x diag on every row and 1.5x nutpie's default in the median; it d
 Written to ``docs/benchmarks/nuts_auto.csv``.
 
 ``--auto --mams``: the same table for MAMS (``docs/benchmarks/mams_auto.csv``): its default metric
-stays ``"diag"`` unless ``"auto"`` passes at least as often on every row.
+is ``"auto"`` while it passes at least as often as ``"diag"`` on every row, at 0.95x its ESS per
+gradient or more.
 
 ``--targets A,B``: only those rows, re-measured and merged into the CSV (the others kept as
 measured, each row with its own date).

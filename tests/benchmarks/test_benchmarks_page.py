@@ -57,8 +57,8 @@ def test_a_csv_without_provenance_is_refused():
 
 def test_each_default_metric_agrees_with_the_benchmark_that_decides_it():
     """NUTS's default ("auto") passes posteriordb's standard at least as often as "diag" and raises
-    nowhere more often, on every row of nuts_auto.csv; MAMS keeps "diag" while a row of
-    mams_auto.csv has "auto" passing less often or below 0.95x its ESS per gradient."""
+    nowhere more often, on every row of nuts_auto.csv; MAMS's default is "auto" while no row of
+    mams_auto.csv has it passing less often than "diag" or below 0.95x its ESS per gradient."""
     import workbench as wb
 
     nuts = pd.read_csv(ROOT / "docs" / "benchmarks" / "nuts_auto.csv")

@@ -13,11 +13,14 @@ ArviZ's ESS of that stage's draws. The sampler is unadjusted: its draws carry a 
 grows with the step size. ``result.info["energy_var_per_dim"]`` reports the realised
 Var[E] / d, the quantity that controls it.
 
-MAMS (Robnik, Cohn-Gordon and Seljak 2025, sec. 4): two stages of ``warmup / 2`` transitions
-with dual averaging toward an acceptance of 0.9 (the authors' recommendation); the second
-half of the first stage collects the variances that become the diagonal preconditioner, and
-L = sqrt(d) after it (the trajectory length that spans the preconditioned posterior). The
-Metropolis test makes it exact for the target.
+MAMS (Robnik, Cohn-Gordon and Seljak 2025, sec. 4): the step by dual averaging toward an
+acceptance of 0.9 (the authors' recommendation) throughout. Stage 1, half the warmup: L follows
+the step, and the second half collects the draws and gradients of the diagonal preconditioner
+(skipped where one is given); stage 2, a quarter: the step alone, for L = sqrt(d), the length
+that spans the preconditioned posterior; stage 3: L lengthened from the chain's ESS per
+transition, then the step again. The Metropolis test makes it exact for the target. By default
+(``metric="auto"``) a run goes in phases that first choose the preconditioner
+(``sampling/flow_metric.py``).
 
 Both honour a gradient budget: the tuning stages take at most 40% of it, the rest samples.
 """
@@ -245,19 +248,22 @@ class MAMS(_Microcanonical):
     (about uniform on 1..2 L / eps - 1, with mean L / eps) and accepts or rejects the end on the
     energy error, kinetic change included, so it is exact for the target. Step size by dual
     averaging toward ``target_accept`` (0.9, the authors' recommendation; no cap at L: a longer
-    step makes one-step transitions), a diagonal preconditioner from the warmup's variances,
-    L = sqrt(d) after it (module docstring). ``warmup`` counts tuning transitions (default 400,
-    as NUTS's; 200, 300 and 600 did no better: ``benchmarks/mams_step.py --warmup``), ``draws``
-    the kept ones (default 1,000). ``metric="dense"``: half the warmup (and
-    a quarter of it in draws) on the diagonal, then the whole run on the posterior whitened by the
-    covariance of those draws (``mcmc/affine.py``), for posteriors whose coordinates are
-    strongly correlated, which the diagonal cannot undo. ``metric="flow"``: NUTS's flow phases
-    (``sampling/flow_metric.py``) with MAMS as the sampler, on a learned transform of a curved
-    posterior; ``metric="auto"``: the preconditioner (diagonal, a whitening where the low-rank
-    metric ranks first, or the flow) that the held-out Fisher divergence of the first draws ranks
-    best, as NUTS's default (both warm up for 1,000 transitions by default). ``inv_metric``: a
-    diagonal preconditioner's variances, (d,) or (chains, d), that the chains start on and the
-    tuning keeps (it then skips its first stage, which learns one).
+    step makes one-step transitions), and L, in stages (module docstring). ``draws`` counts the
+    kept transitions (default 1,000), ``warmup`` the tuning ones (default 1,000 with
+    ``metric="auto"`` or ``"flow"``, whose phases fit the preconditioner; 400 else, as NUTS's).
+
+    ``metric="auto"`` (default): the preconditioner that the held-out Fisher divergence of the
+    first draws ranks best, as NUTS's default ranks them: the diagonal one, a whitening by the
+    covariance of those draws where the low-rank metric ranks first (MAMS's preconditioner is
+    diagonal), or a flow (``sampling/flow_metric.py``). It passes posteriordb's standard at least
+    as often as ``"diag"`` on every benchmark posterior, at no less ESS per gradient
+    (``benchmarks/nuts_geometry.py --auto --mams``). ``"diag"``: the diagonal preconditioner
+    learnt from the warmup's draws and gradients, L = sqrt(d) after it. ``"dense"``: half the
+    warmup (and a quarter of it in draws) on the diagonal, then the whole run on the posterior
+    whitened by the covariance of those draws (``mcmc/affine.py``). ``"flow"``: NUTS's flow
+    phases with MAMS as the sampler, on a learned transform of a curved posterior.
+    ``inv_metric``: a diagonal preconditioner's variances, (d,) or (chains, d), that the chains
+    start on and the tuning keeps (it then skips its first stage, which learns one).
     """
 
     family = "MCMC"
@@ -268,7 +274,7 @@ class MAMS(_Microcanonical):
     draws: int = 1000
     target_accept: float = 0.9
     tune_L: bool = True
-    metric: str = "diag"
+    metric: str = "auto"
     inv_metric: np.ndarray | None = None
 
     _adjusted = 1

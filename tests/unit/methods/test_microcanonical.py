@@ -107,8 +107,8 @@ def test_mams_flow_counts_every_gradient_and_keeps_the_default_warmups(counted):
     counter[0] = 0
     res = wb.methods.MAMS(metric="flow", warmup=200, draws=200, progress=False).run(target, seed=1)
     assert res.cost.grad_evals == counter[0] > 0
-    assert wb.methods.MAMS().warmup == 400 and wb.methods.MAMS(metric="dense").warmup == 400
-    assert wb.methods.MAMS(metric="auto").warmup == 1000
+    assert wb.methods.MAMS(metric="diag").warmup == 400 and wb.methods.MAMS(metric="dense").warmup == 400
+    assert wb.methods.MAMS().warmup == wb.methods.MAMS(metric="auto").warmup == 1000
     with pytest.raises(ValueError, match=r"metric must be one of \['diag', 'dense', 'flow', 'auto'\]"):
         wb.methods.MAMS(metric="low_rank")
 
