@@ -1,8 +1,9 @@
 """Frontier: gradients to accuracy for the samplers a researcher would pick today, by b^2.
 
 NUTS (its default, metric="auto", and the low-rank metric; on a learned transform, metric="flow",
-in the full grid), MAMS (and, in the full grid, whitened by a dense covariance, metric="dense",
-on a learned transform, metric="flow", and whichever the first draws rank best, metric="auto"),
+in the full grid), MAMS (its default, metric="auto", and, in the full grid, on the diagonal alone,
+metric="diag", whitened by a dense covariance, metric="dense", and on a learned transform,
+metric="flow"),
 MCLMC, HMC and the Gaussian
 VI methods (FullRankVI, BatchAndMatch, MeanFieldVI, DADVI, and MeanFieldVI with PSIS-resampled
 draws: what importance weighting rescues of a fit) at a grid of gradient budgets on an
@@ -62,13 +63,12 @@ def _sampler(name: str, budget: int) -> dict | None:
         return {"method": "NUTS", "metric": "low_rank", **quiet, "draws": draws}
     if name == FLOW_NUTS:
         return flow_nuts(budget, 0, chains=CHAINS, draws=draws)
-    if name in (FLOW_MAMS, AUTO_MAMS):
-        metric = "flow" if name == FLOW_MAMS else "auto"
-        if budget < min_flow_budget(MAMS(metric=metric, chains=CHAINS)):
+    if name == FLOW_MAMS:
+        if budget < min_flow_budget(MAMS(metric="flow", chains=CHAINS)):
             return None
-        return {"method": "MAMS", "metric": metric, **quiet, "draws": draws}
-    if name == DENSE_MAMS:
-        return {"method": "MAMS", "metric": "dense", **quiet, "draws": draws}
+        return {"method": "MAMS", "metric": "flow", **quiet, "draws": draws}
+    if name in (DENSE_MAMS, DIAG_MAMS):
+        return {"method": "MAMS", "metric": "dense" if name == DENSE_MAMS else "diag", **quiet, "draws": draws}
     return {"method": name, **quiet, "draws": draws}
 
 
@@ -76,8 +76,8 @@ SAMPLERS = ("NUTS", "NUTS (low_rank)", "MAMS", "MCLMC", "HMC")
 # NUTS on a learned transform, in the full grid, at the budgets that fit a flow (every target here
 # is within panel.FLOW_MAX_DIM); MAMS whitened by a dense covariance, for the correlated posteriors
 DENSE_MAMS = "MAMS (dense)"
-FLOW_MAMS, AUTO_MAMS = "MAMS (flow)", "MAMS (auto)"
-FULL_ONLY_SAMPLERS = (FLOW_NUTS, DENSE_MAMS, FLOW_MAMS, AUTO_MAMS)
+FLOW_MAMS, DIAG_MAMS = "MAMS (flow)", "MAMS (diag)"
+FULL_ONLY_SAMPLERS = (FLOW_NUTS, DENSE_MAMS, FLOW_MAMS, DIAG_MAMS)
 VI = ("FullRankVI", "BatchAndMatch", "MeanFieldVI", "DADVI", "MeanFieldVI (psis)")
 QUICK_VI = VI[:2]
 
