@@ -253,10 +253,9 @@ def test_the_draws_halve_their_step_only_where_the_phases_on_the_flow_diverged(m
     assert any("WALNUTS's step halving" in m for m in res.messages) == diverging
 
 
-@pytest.mark.parametrize(("method", "share"), [("NUTS", "EASY_WARMUP"), ("MAMS", "EASY_WARMUP_STAGED")])
-def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
+def _phase_warmups(monkeypatch) -> list:
+    """The ``warmup`` each phase of a run is given, in order, recorded as the phases run."""
     from workbench.running.phases import Phases
-    from workbench.sampling import metric_choice
 
     warmups, original = [], Phases.run
 
@@ -265,6 +264,14 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
         return original(self, target, seed, grad_evals, **settings)
 
     monkeypatch.setattr(Phases, "run", run)
+    return warmups
+
+
+@pytest.mark.parametrize(("method", "share"), [("NUTS", "EASY_WARMUP"), ("MAMS", "EASY_WARMUP_STAGED")])
+def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
+    from workbench.sampling import metric_choice
+
+    warmups = _phase_warmups(monkeypatch)
     sampler = getattr(wb.methods, method)(metric="auto", warmup=500, draws=100, progress=False)
     res = sampler.run(wb.targets.gaussian(dim=5), seed=0)
     # the first phase; for NUTS, 25 more draws of it with no warmup (MAMS keeps no warmup draws to
@@ -273,20 +280,12 @@ def test_where_auto_keeps_the_diagonal_metric_mams_warms_up_longer_for_its_stage
     assert warmups[-1] == int(getattr(metric_choice, share) * 500)
 
 
-
 @pytest.mark.parametrize(("method", "share"), [("NUTS", "LAST_WARMUP"), ("MAMS", "LAST_WARMUP_STAGED")])
 def test_on_a_flow_mams_last_phase_warms_up_longer_for_its_staged_tuning(monkeypatch, method, share):
     """MAMS tunes its step and then L in stages: a tenth of the warmup left its L stage too few draws."""
-    from workbench.running.phases import Phases
     from workbench.sampling import flow_metric
 
-    warmups, original = [], Phases.run
-
-    def run(self, target, seed, grad_evals, **settings):
-        warmups.append(settings.get("warmup"))
-        return original(self, target, seed, grad_evals, **settings)
-
-    monkeypatch.setattr(Phases, "run", run)
+    warmups = _phase_warmups(monkeypatch)
     sampler = getattr(wb.methods, method)(metric="flow", warmup=500, draws=100, progress=False)
     res = sampler.run(wb.targets.banana(), seed=3)
     assert res.info["flow"]["used"]
