@@ -52,7 +52,7 @@ from ..running.threads import one_blas_thread
 from ..target import Target
 from .chain_sampler import Chains, start_chains
 from .metric_choice import EASY_PER_COORDINATE, EASY_WARMUP, EASY_WARMUP_STAGED, first_choice, low_rank_warmup, nothing_fits
-from .phase_result import PhaseNotes, adapted, diverged, phased_result, stopped
+from .phase_result import PhaseNotes, adapted, diverged, named_phase, phased_result, stopped
 from .reparametrized import on_target, weigh_form
 
 # a phased run's warnings are raised from the first line outside this package: the caller's
@@ -153,7 +153,8 @@ def run_flow(method, chains: Chains) -> Result:
     """``method._run`` for ``metric="flow"`` and ``"auto"`` (module docstring), from the run's
     chains set up (``chain_sampler.start_chains``: their starting points, paid from the budget);
     ``method`` is an HMC, a NUTS or a MAMS. The phases' warnings (a NaN density met in the first
-    phase) are raised once each, at the end, from the caller's line, as a plain run raises them."""
+    phase) are raised once each, at the end, from the caller's line, as a plain run raises them,
+    naming the warmup phase they came from (:func:`named_phase`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = _run_phases(method, chains)
@@ -162,7 +163,7 @@ def run_flow(method, chains: Chains) -> Result:
         if (w.category, str(w.message)) not in seen:
             seen.add((w.category, str(w.message)))
             # from the first line outside the package: the caller's
-            warnings.warn(str(w.message), w.category, skip_file_prefixes=(_PACKAGE,))
+            warnings.warn(named_phase(str(w.message), result.messages), w.category, skip_file_prefixes=(_PACKAGE,))
     return result
 
 

@@ -49,6 +49,19 @@ class PhaseNotes:
                            if m.startswith(self.FAULTS) or "metric estimates were not finite" in m)
 
 
+def named_phase(text: str, messages) -> str:
+    """A phase's warning (``"NUTS on t: what happened"``) with the warmup phase it came from named,
+    where the run's ``messages`` say so (:meth:`PhaseNotes.add` keeps a phase's faults as
+    ``"warmup phase k: what happened"``); else ``text`` as it is (the last phase's own)."""
+    head, sep, body = text.partition(": ")
+    if sep:
+        for message in messages:
+            phase, named, rest = message.partition(": ")
+            if named and phase.startswith("warmup phase") and rest == body:
+                return f"{head} ({phase}): {body}"
+    return text
+
+
 def joined(parts) -> np.ndarray | None:
     """Phases' draws (chains, n_i, d) one after another; None when there are none, or when a
     phase cut to Ctrl-C kept fewer chains than the others."""

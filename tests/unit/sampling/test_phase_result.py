@@ -6,7 +6,7 @@ import numpy as np
 import workbench as wb
 from workbench.result import Budget
 from workbench.sampling.chain_sampler import Start, start_chains
-from workbench.sampling.phase_result import PhaseNotes, adapted, diverged, joined
+from workbench.sampling.phase_result import PhaseNotes, adapted, diverged, joined, named_phase
 
 TARGET = wb.targets.gaussian(dim=2, scales=np.array([0.1, 10.0]))
 
@@ -62,3 +62,13 @@ def test_the_notes_keep_a_phases_faults_with_the_phase_they_came_from():
     found = Start(np.zeros((2, 2)), None, 7, "started from somewhere", {"somewhere_grad_evals": 7})
     notes = PhaseNotes.of_first(res, start_chains(method, None, TARGET, 0, Budget(), found))
     assert notes.first == ["started from somewhere"] and notes.info == {"somewhere_grad_evals": 7}
+
+
+def test_a_phases_warning_names_the_warmup_phase_it_came_from():
+    """A warning raised inside a warmup phase says which, as the run's messages do; the last
+    phase's own, and text the messages do not hold, stay as they are."""
+    fault = "3 of 44 low_rank metric estimates were not finite or not positive definite"
+    messages = ["metric='auto': the low-rank metric", f"warmup phase 1: {fault}", "R-hat 1.04 > 1.01"]
+    assert named_phase(f"NUTS on sp500: {fault}", messages) == f"NUTS on sp500 (warmup phase 1): {fault}"
+    assert named_phase("NUTS on sp500: R-hat 1.04 > 1.01", messages) == "NUTS on sp500: R-hat 1.04 > 1.01"
+    assert named_phase("a warning without a colon", messages) == "a warning without a colon"
