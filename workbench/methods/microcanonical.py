@@ -393,7 +393,8 @@ def _dense_run(method: MAMS, chains) -> Result:
     mean, chol = dense_factor(r1.draws.reshape(-1, target.dim))
     z0 = np.linalg.solve(chol, (r1.draws[:, -1] - mean).T).T
     r2 = phases.run(affine_target(target, mean, chol), seeds[1], phases.rest(), metric="diag",
-                    warmup=max(method.warmup - first_warmup, 20), draws=phases.draws, init=z0)
+                    warmup=max(method.warmup - first_warmup, 20), draws=phases.draws, init=z0,
+                    inv_metric=None)  # a given inv_metric is the posterior's scales, not the whitened one's
     draws = mean + r2.draws @ chol.T
     info = dict(r2.info)
     info["dense"] = {"mean": mean, "chol": chol, "first_grad_evals": r1.cost.grad_evals,

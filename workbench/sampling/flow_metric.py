@@ -244,7 +244,9 @@ def _run_phases(method, chains: Chains) -> Result:
         z0[~ok] = 0.0  # a start the flow maps badly: its centre
         if not _diagonal_only(method):  # MAMS's target is its own (0.9, the authors')
             settings.setdefault("target_accept", max(method.target_accept, FLOW_TARGET_ACCEPT))
-        res = phases.run(t_z, seed_, grad_evals, metric=metric, warmup=warmup, draws=draws, init=z0, **settings)
+        # a given inv_metric is the posterior's own scales, not z's: the phase learns z's
+        res = phases.run(t_z, seed_, grad_evals, metric=metric, warmup=warmup, draws=draws, init=z0, inv_metric=None,
+                         **settings)
         return res, _forward(fit.flow, res.warmup_draws), fit.flow.forward(res.draws), t_z
 
     if run.interrupted:
@@ -261,7 +263,8 @@ def _run_phases(method, chains: Chains) -> Result:
         form = weigh_form(target, fit, np.concatenate([tail_draws, run.draws], axis=1), phases, fit_rng)
         if form is not None:
             form_seed = int(np.random.SeedSequence([seed, 0xF0E]).generate_state(1)[0])
-            on_form_method = dataclasses.replace(method, init=form.draws[:, -1])
+            # a given inv_metric is the target's scales, not the other form's
+            on_form_method = dataclasses.replace(method, init=form.draws[:, -1], inv_metric=None)
             on_form = _run_phases(on_form_method, start_chains(on_form_method, None, form.form, form_seed,
                                                                phases.rest_budget()))
             return on_target(method, target, seed, on_form, form, phases, started, notes, warm)
@@ -377,7 +380,7 @@ def _low_rank_run(method, target, seed, run_seed, last_x, fit, phases: Phases, t
         mean, chol = dense_factor(first_draws)
         z0 = np.linalg.solve(chol, (last_x - mean).T).T
         final = phases.run(affine_target(target, mean, chol), run_seed, phases.rest(), metric="diag", warmup=warmup,
-                           init=z0, draws=n_draws)
+                           init=z0, draws=n_draws, inv_metric=None)  # the whitened posterior's scales are its own
         draws, final_warm = mean + final.draws @ chol.T, mean + final.warmup_draws @ chol.T
         chosen, what = "dense", f"the dense metric (the covariance of {len(first_draws)} draws)"
     flow_info = {"layers": 0, "parameters": 0, "training_seconds": training, "used": False,

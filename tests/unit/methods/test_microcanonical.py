@@ -133,12 +133,38 @@ def test_mams_auto_whitens_a_correlated_gaussian_and_keeps_the_diagonal_on_an_un
 
 
 def test_mams_keeps_a_given_diagonal_preconditioner_and_refuses_a_bad_one():
-    """``inv_metric``: the chains start on it and the tuning keeps it (its first stage tunes the
-    step alone), as the flow phases use it where the diagonal metric fits."""
-    res = wb.methods.MAMS(chains=2, inv_metric=T.truth.sd ** 2, progress=False).run(T, seed=0)
+    """``inv_metric``: the chains start on it and the tuning keeps it (skipping the stage that
+    learns one), as the flow phases use it where the diagonal metric fits."""
+    res = wb.methods.MAMS(chains=2, metric="diag", inv_metric=T.truth.sd ** 2, progress=False).run(T, seed=0)
     np.testing.assert_allclose(res.info["sigma"], np.broadcast_to(T.truth.sd, (2, 10)))
     np.testing.assert_array_less(np.abs(res.draws.reshape(-1, 10).mean(0)), 0.5 * T.truth.sd)
     with pytest.raises(ValueError, match="inv_metric must be the diagonal of the inverse metric, positive"):
         wb.methods.MAMS(inv_metric=np.array([1.0, -1.0]))
     with pytest.raises(ValueError, match=r"inv_metric has shape \(3,\)"):
         wb.methods.MAMS(inv_metric=np.ones(3), progress=False).run(T, seed=0)
+
+
+@pytest.mark.parametrize(("metric", "posterior"), [("auto", "correlated"), ("dense", "correlated"), ("flow", "banana")])
+def test_a_given_preconditioner_stays_on_the_posterior_and_not_on_its_transform(monkeypatch, metric, posterior):
+    """``inv_metric`` is the posterior's own scales: the phases on the posterior whitened by its
+    first draws (where "auto" ranks the low-rank metric first, and "dense") or on a learned flow
+    learn their own."""
+    from workbench.running.phases import Phases
+
+    given, original = [], Phases.run
+
+    def run(self, target, seed, grad_evals, **settings):
+        given.append((target.name, settings.get("inv_metric", self.method.inv_metric)))
+        return original(self, target, seed, grad_evals, **settings)
+
+    monkeypatch.setattr(Phases, "run", run)
+    target = wb.targets.gaussian(dim=10, correlation=0.9) if posterior == "correlated" else wb.targets.banana()
+    scales = np.full(target.dim, 4.0)
+    # two seeds: where a first fit finds the banana's diagonal enough, no phase runs on the flow
+    for seed in (0, 1):
+        wb.methods.MAMS(metric=metric, inv_metric=scales, progress=False).run(target, seed=seed)
+    on_posterior = [inv for name, inv in given if name == target.name]
+    transformed = [inv for name, inv in given if name != target.name]
+    assert on_posterior and transformed
+    assert all(inv is None for inv in transformed)
+    np.testing.assert_array_equal(on_posterior[0], scales)
